@@ -1,0 +1,229 @@
+/**
+ * The REST client: one API request in, parsed JSON or a typed {@linkcode ApiError} out, and
+ * watches as async iterables of events. Typed clients and informers are built on this.
+ *
+ * @module
+ */
+
+import { getLogger } from "@logtape/logtape";
+import type { KubeConfig } from "./config.ts";
+import { ApiError } from "./errors.ts";
+import { createTransport, type Transport, type TransportOptions } from "./transport.ts";
+import { decodeWatchStream, type WatchEvent } from "./watch.ts";
+
+const logger = getLogger(["rudder", "kube", "rest"]);
+
+/** A value of a query parameter; arrays repeat the parameter, `undefined` omits it. */
+export type QueryValue = string | number | boolean | undefined | readonly string[];
+
+/** One API request. */
+export interface RestRequest {
+  /** HTTP method; default `GET`. */
+  method?: string;
+  /** API path, e.g. `/api/v1/namespaces/default/configmaps`. */
+  path: string;
+  /** Query parameters. */
+  query?: Record<string, QueryValue>;
+  /** Body: an object is sent as JSON; a string or bytes as they are. */
+  body?: unknown;
+  /** `Content-Type` of the body; default `application/json`. */
+  contentType?: string;
+  /** `Accept` header; default `application/json`. */
+  accept?: string;
+  /** More headers. */
+  headers?: Record<string, string>;
+  /** Cancels the request. */
+  signal?: AbortSignal;
+  /** Milliseconds before the request is aborted; overrides the client's `timeout`. */
+  timeout?: number;
+}
+
+/** Options of {@linkcode RestClient}. */
+export interface RestClientOptions extends TransportOptions {
+  /**
+   * Milliseconds a request may take before it is aborted with a `TimeoutError`; default
+   * 60 000. `0` means no limit. Watches are not bounded by it.
+   */
+  timeout?: number;
+  /** A transport to use instead of one made from the configuration (tests, wrappers). */
+  transport?: Transport;
+}
+
+/** Default request timeout: generous for a list of thousands of objects, finite for a hang. */
+const DEFAULT_TIMEOUT_MS = 60_000;
+
+/** Builds `?a=1&b=x` from query parameters, skipping `undefined`. */
+export function encodeQuery(query: Record<string, QueryValue> | undefined): string {
+  if (!query) return "";
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(query)) {
+    if (value === undefined) continue;
+    if (Array.isArray(value)) { for (const item of value) params.append(key, item); }
+    else params.append(key, String(value));
+  }
+  const text = params.toString();
+  return text ? `?${text}` : "";
+}
+
+/** Extracts the texts of `Warning: 299 - "text"` headers (RFC 7234). */
+export function parseWarningHeaders(header: string | null): string[] {
+  if (!header) return [];
+  const warnings: string[] = [];
+  const pattern = /\d{3}\s+\S+\s+"((?:[^"\\]|\\.)*)"/g;
+  for (const match of header.matchAll(pattern)) warnings.push(match[1].replace(/\\(.)/g, "$1"));
+  return warnings;
+}
+
+function retryAfterSeconds(response: Response): number | undefined {
+  const value = response.headers.get("Retry-After");
+  if (!value) return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return seconds;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - Date.now()) / 1000));
+}
+
+/**
+ * Talks to one API server. Requests resolve to parsed JSON and reject with an
+ * {@linkcode ApiError} when the server refuses them; network failures reject with an `Error`
+ * naming the request, and an aborted request rejects with the signal's reason.
+ *
+ * @example
+ * ```ts
+ * import { loadConfig, RestClient } from "@rudder/operator";
+ *
+ * const rest = new RestClient(await loadConfig());
+ * const version = await rest.request<{ gitVersion: string }>({ path: "/version" });
+ * console.log(version.gitVersion);
+ * for await (const event of rest.watch({ path: "/api/v1/namespaces/default/configmaps" })) {
+ *   console.log(event.type, event.object);
+ *   break;
+ * }
+ * rest.close();
+ * ```
+ */
+export class RestClient {
+  /** The configuration requests are made with. */
+  readonly config: KubeConfig;
+  readonly #transport: Transport;
+  readonly #timeout: number;
+
+  /** Creates a client for `config`. */
+  constructor(config: KubeConfig, options: RestClientOptions = {}) {
+    this.config = config;
+    this.#transport = options.transport ?? createTransport(config, options);
+    this.#timeout = options.timeout ?? DEFAULT_TIMEOUT_MS;
+  }
+
+  /**
+   * Sends a request and returns the response when its status is 2xx; otherwise throws an
+   * {@linkcode ApiError}. The caller owns the response body. Nothing here bounds how long the
+   * body takes to read; pass a `signal` for that.
+   */
+  async send(request: RestRequest, timeout?: number): Promise<Response> {
+    const method = request.method ?? "GET";
+    const headers: Record<string, string> = {
+      Accept: request.accept ?? "application/json",
+      ...request.headers,
+    };
+    let body: BodyInit | undefined;
+    if (request.body !== undefined) {
+      if (typeof request.body === "string" || request.body instanceof Uint8Array) {
+        body = request.body as BodyInit;
+      } else {
+        body = JSON.stringify(request.body);
+      }
+      headers["Content-Type"] = request.contentType ?? "application/json";
+    }
+    const signals: AbortSignal[] = [];
+    if (request.signal) signals.push(request.signal);
+    if (timeout && timeout > 0) signals.push(AbortSignal.timeout(timeout));
+    const signal = signals.length === 0
+      ? undefined
+      : signals.length === 1
+      ? signals[0]
+      : AbortSignal.any(signals);
+    const target = request.path + encodeQuery(request.query);
+    let response: Response;
+    try {
+      response = await this.#transport.fetch(target, { method, headers, body, signal });
+    } catch (err) {
+      if (signal?.aborted) throw signal.reason;
+      const reason = err instanceof Error ? err.message : String(err);
+      throw new Error(`${method} ${this.config.server}${request.path}: ${reason}`, {
+        cause: err,
+      });
+    }
+    for (const warning of parseWarningHeaders(response.headers.get("Warning"))) {
+      logger.warn("API server warning for {method} {path}: {warning}", {
+        method,
+        path: request.path,
+        warning,
+      });
+    }
+    if (response.ok) return response;
+    const text = await response.text().catch(() => "");
+    throw ApiError.fromResponseBody(response.status, text, {
+      method,
+      path: request.path,
+      retryAfterSeconds: retryAfterSeconds(response),
+    });
+  }
+
+  /** Sends a request and parses the JSON answer (`undefined` for an empty body). */
+  async request<T = unknown>(request: RestRequest): Promise<T> {
+    const timeout = request.timeout ?? this.#timeout;
+    const response = await this.send(request, timeout);
+    const text = await response.text();
+    if (text.length === 0) return undefined as T;
+    try {
+      return JSON.parse(text) as T;
+    } catch (err) {
+      throw new Error(
+        `${request.method ?? "GET"} ${request.path}: the response is not JSON ` +
+          `(${(err as Error).message}): ${text.slice(0, 200)}`,
+      );
+    }
+  }
+
+  /** Sends a request and returns the answer as text (for `/healthz`, logs, …). */
+  async requestText(request: RestRequest): Promise<string> {
+    const response = await this.send(
+      { accept: "text/plain, */*", ...request },
+      request.timeout ?? this.#timeout,
+    );
+    return await response.text();
+  }
+
+  /**
+   * Watches a collection: sends `path?watch=true&…` and yields each event of the
+   * newline-delimited JSON stream. A refused watch throws an {@linkcode ApiError} on the first
+   * `next()`; `ERROR` events (such as 410 Gone) are yielded as they come. Leaving the loop or
+   * aborting `signal` closes the connection.
+   */
+  async *watch<T = Record<string, unknown>>(
+    request: RestRequest,
+  ): AsyncGenerator<WatchEvent<T>, void, undefined> {
+    const controller = new AbortController();
+    const onAbort = () => controller.abort(request.signal?.reason);
+    if (request.signal?.aborted) throw request.signal.reason;
+    request.signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      const response = await this.send({
+        ...request,
+        query: { ...request.query, watch: true },
+        signal: controller.signal,
+      }, request.timeout);
+      if (!response.body) return;
+      yield* decodeWatchStream<T>(response.body, { signal: controller.signal });
+    } finally {
+      request.signal?.removeEventListener("abort", onAbort);
+      controller.abort();
+    }
+  }
+
+  /** Releases the connection pool. */
+  close(): void {
+    this.#transport.close();
+  }
+}

@@ -1,0 +1,254 @@
+// RestClient over a stand-in transport: request shaping, JSON and error handling, warnings,
+// timeouts and watches. The real API server is exercised in tests/integration/rest.test.ts.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { configure, type LogRecord, reset } from "@logtape/logtape";
+import type { KubeConfig } from "../../lib/kube/config.ts";
+import { ApiError, isGone, isNotFound } from "../../lib/kube/errors.ts";
+import { encodeQuery, parseWarningHeaders, RestClient } from "../../lib/kube/rest.ts";
+import type { Transport } from "../../lib/kube/transport.ts";
+
+const config: KubeConfig = {
+  server: "https://api.test:6443",
+  namespace: "default",
+  auth: { credentials: () => Promise.resolve({}) },
+  source: "unit test",
+};
+
+interface Seen {
+  path: string;
+  init: RequestInit;
+}
+
+/** A transport that records requests and answers with `respond`. */
+function fakeTransport(respond: (path: string, init: RequestInit) => Response | Promise<Response>) {
+  const seen: Seen[] = [];
+  let closed = false;
+  const transport: Transport = {
+    config,
+    fetch(path, init = {}) {
+      seen.push({ path, init });
+      return Promise.resolve(respond(path, init));
+    },
+    close() {
+      closed = true;
+    },
+  };
+  return { transport, seen, isClosed: () => closed };
+}
+
+describe("encodeQuery", () => {
+  it("skips undefined, repeats arrays and escapes values", () => {
+    assert.equal(encodeQuery(undefined), "");
+    assert.equal(encodeQuery({ a: undefined }), "");
+    assert.equal(
+      encodeQuery({
+        labelSelector: "app in (a,b)",
+        limit: 500,
+        watch: true,
+        dryRun: ["All"],
+        skip: undefined,
+      }),
+      "?labelSelector=app+in+%28a%2Cb%29&limit=500&watch=true&dryRun=All",
+    );
+    assert.equal(encodeQuery({ x: ["1", "2"] }), "?x=1&x=2");
+  });
+});
+
+describe("parseWarningHeaders", () => {
+  it("extracts each warning text, unescaping quotes", () => {
+    assert.deepEqual(parseWarningHeaders(null), []);
+    assert.deepEqual(
+      parseWarningHeaders('299 - "spec.foo is deprecated", 299 - "use \\"bar\\" instead"'),
+      ["spec.foo is deprecated", 'use "bar" instead'],
+    );
+  });
+});
+
+describe("RestClient", () => {
+  const records: LogRecord[] = [];
+  before(async () => {
+    await configure({
+      reset: true,
+      sinks: { memory: (record) => records.push(record) },
+      loggers: [
+        { category: ["rudder"], sinks: ["memory"], lowestLevel: "debug" },
+        { category: ["logtape", "meta"], sinks: [], lowestLevel: "warning" },
+      ],
+    });
+  });
+  after(async () => {
+    await reset();
+  });
+
+  it("sends JSON with method, query and headers, and parses the JSON answer", async () => {
+    const { transport, seen } = fakeTransport(() => Response.json({ kind: "ConfigMap" }));
+    const rest = new RestClient(config, { transport });
+    const result = await rest.request<{ kind: string }>({
+      method: "POST",
+      path: "/api/v1/namespaces/a/configmaps",
+      query: { fieldManager: "rudder", dryRun: ["All"] },
+      body: { kind: "ConfigMap" },
+      headers: { "X-Extra": "1" },
+    });
+    assert.deepEqual(result, { kind: "ConfigMap" });
+    assert.equal(seen[0].path, "/api/v1/namespaces/a/configmaps?fieldManager=rudder&dryRun=All");
+    assert.equal(seen[0].init.method, "POST");
+    assert.equal(seen[0].init.body, '{"kind":"ConfigMap"}');
+    const headers = seen[0].init.headers as Record<string, string>;
+    assert.equal(headers["Content-Type"], "application/json");
+    assert.equal(headers.Accept, "application/json");
+    assert.equal(headers["X-Extra"], "1");
+  });
+
+  it("sends string bodies as they are with the given content type", async () => {
+    const { transport, seen } = fakeTransport(() => new Response(null, { status: 204 }));
+    const rest = new RestClient(config, { transport });
+    const result = await rest.request({
+      method: "PATCH",
+      path: "/x",
+      body: "[]",
+      contentType: "application/json-patch+json",
+    });
+    assert.equal(result, undefined);
+    assert.equal(seen[0].init.body, "[]");
+    assert.equal(
+      (seen[0].init.headers as Record<string, string>)["Content-Type"],
+      "application/json-patch+json",
+    );
+  });
+
+  it("throws an ApiError from a Status answer with the Retry-After header", async () => {
+    const { transport } = fakeTransport(() =>
+      new Response(
+        JSON.stringify({ kind: "Status", code: 410, reason: "Expired", message: "too old" }),
+        { status: 410, headers: { "Retry-After": "2" } },
+      )
+    );
+    const rest = new RestClient(config, { transport });
+    await assert.rejects(rest.request({ path: "/api/v1/pods" }), (err) => {
+      assert.ok(err instanceof ApiError && isGone(err));
+      assert.equal(err.retryAfterSeconds, 2);
+      assert.equal(err.path, "/api/v1/pods");
+      return true;
+    });
+  });
+
+  it("names the request when the answer is not JSON", async () => {
+    const { transport } = fakeTransport(() => new Response("<html>", { status: 200 }));
+    const rest = new RestClient(config, { transport });
+    await assert.rejects(rest.request({ path: "/apis" }), /GET \/apis: the response is not JSON/);
+  });
+
+  it("wraps network failures with the method and URL, keeping the cause", async () => {
+    const cause = new TypeError("connection refused");
+    const transport: Transport = { config, fetch: () => Promise.reject(cause), close() {} };
+    const rest = new RestClient(config, { transport });
+    await assert.rejects(rest.request({ path: "/version" }), (err: Error) => {
+      assert.equal(err.message, "GET https://api.test:6443/version: connection refused");
+      assert.equal(err.cause, cause);
+      return true;
+    });
+  });
+
+  it("rejects with the abort reason, and with a TimeoutError after its timeout", async () => {
+    const hang = fakeTransport((_, init) =>
+      new Promise<Response>((_, reject) => {
+        init.signal?.addEventListener("abort", () => reject(init.signal?.reason));
+      })
+    );
+    const rest = new RestClient(config, { transport: hang.transport, timeout: 20 });
+    await assert.rejects(
+      rest.request({ path: "/slow" }),
+      (err: Error) => err.name === "TimeoutError",
+    );
+    const controller = new AbortController();
+    const reason = new Error("cancelled by caller");
+    const pending = rest.request({ path: "/slow", signal: controller.signal, timeout: 0 });
+    controller.abort(reason);
+    await assert.rejects(pending, (err) => err === reason);
+  });
+
+  it("logs API warnings as structured records", async () => {
+    records.length = 0;
+    const { transport } = fakeTransport(() =>
+      Response.json({}, { headers: { Warning: '299 - "v1beta1 is deprecated"' } })
+    );
+    await new RestClient(config, { transport }).request({ path: "/apis/x/v1beta1/things" });
+    const warning = records.find((r) => r.level === "warning");
+    assert.ok(warning, "a warning record");
+    assert.deepEqual(warning.category, ["rudder", "kube", "rest"]);
+    assert.equal(warning.properties.warning, "v1beta1 is deprecated");
+    assert.equal(warning.properties.path, "/apis/x/v1beta1/things");
+  });
+
+  it("returns text for plain endpoints", async () => {
+    const { transport, seen } = fakeTransport(() => new Response("ok"));
+    assert.equal(
+      await new RestClient(config, { transport }).requestText({ path: "/readyz" }),
+      "ok",
+    );
+    assert.match((seen[0].init.headers as Record<string, string>).Accept, /text\/plain/);
+  });
+
+  it("watches with watch=true and yields decoded events, closing the stream on break", async () => {
+    let cancelled = false;
+    const { transport, seen } = fakeTransport(() =>
+      new Response(
+        new ReadableStream({
+          start(controller) {
+            const encoder = new TextEncoder();
+            controller.enqueue(
+              encoder.encode('{"type":"ADDED","object":{"metadata":{"name":"a"}}}\n{"type":"MOD'),
+            );
+            controller.enqueue(encoder.encode('IFIED","object":{"metadata":{"name":"a"}}}\n'));
+          },
+          cancel() {
+            cancelled = true;
+          },
+        }),
+      )
+    );
+    const rest = new RestClient(config, { transport });
+    const types: string[] = [];
+    for await (
+      const event of rest.watch({ path: "/api/v1/pods", query: { resourceVersion: "5" } })
+    ) {
+      types.push(event.type);
+      if (types.length === 2) break;
+    }
+    assert.deepEqual(types, ["ADDED", "MODIFIED"]);
+    assert.equal(seen[0].path, "/api/v1/pods?resourceVersion=5&watch=true");
+    assert.equal(cancelled, true);
+    assert.equal(seen[0].init.signal?.aborted, true, "the request's signal is aborted");
+  });
+
+  it("throws the refusal of a watch on the first next()", async () => {
+    const { transport } = fakeTransport(() =>
+      new Response(JSON.stringify({ kind: "Status", code: 404, reason: "NotFound" }), {
+        status: 404,
+      })
+    );
+    await assert.rejects(
+      new RestClient(config, { transport }).watch({ path: "/x" }).next(),
+      isNotFound,
+    );
+  });
+
+  it("does not start a watch whose signal is already aborted", async () => {
+    const { transport, seen } = fakeTransport(() => new Response(""));
+    const reason = new Error("already");
+    const watch = new RestClient(config, { transport }).watch({
+      path: "/x",
+      signal: AbortSignal.abort(reason),
+    });
+    await assert.rejects(watch.next(), (err) => err === reason);
+    assert.equal(seen.length, 0);
+  });
+
+  it("closes its transport", () => {
+    const fake = fakeTransport(() => new Response(""));
+    new RestClient(config, { transport: fake.transport }).close();
+    assert.equal(fake.isClosed(), true);
+  });
+});

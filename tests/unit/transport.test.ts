@@ -1,0 +1,148 @@
+// The transport against a loopback HTTP server: headers, credentials, the 401 refresh and
+// close. TLS is exercised against the real API server in tests/integration.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import type { AuthProvider, KubeConfig } from "../../lib/kube/config.ts";
+import { createTransport, defaultUserAgent } from "../../lib/kube/transport.ts";
+import { VERSION } from "../../lib/version.ts";
+
+let server: Server;
+let base = "";
+const requests: { url: string; headers: IncomingHttpHeaders; body: string }[] = [];
+
+before(async () => {
+  server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (chunk) => (body += chunk));
+    req.on("end", () => {
+      requests.push({ url: req.url ?? "", headers: req.headers, body });
+      const authorized = req.headers.authorization !== "Bearer stale";
+      res.writeHead(authorized ? 200 : 401, { "Content-Type": "application/json" });
+      res.end(JSON.stringify({ kind: authorized ? "Ok" : "Status", path: req.url }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  base = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
+});
+
+after(async () => {
+  await new Promise((resolve) => server.close(resolve));
+});
+
+function configWith(auth: AuthProvider): KubeConfig {
+  return { server: base, namespace: "default", auth, source: "unit test" };
+}
+
+/** A token that rotates from `stale` to `fresh` when invalidated. */
+function rotatingToken(canRefresh = true) {
+  let token = "stale";
+  let invalidations = 0;
+  const auth: AuthProvider = {
+    credentials: () => Promise.resolve({ headers: { Authorization: `Bearer ${token}` } }),
+    invalidate: () => {
+      invalidations++;
+      if (canRefresh) token = "fresh";
+      return Promise.resolve(canRefresh);
+    },
+  };
+  return { auth, invalidations: () => invalidations };
+}
+
+describe("createTransport", () => {
+  it("sends the User-Agent and the provider's headers to the server's path", async () => {
+    requests.length = 0;
+    const transport = createTransport(
+      configWith({
+        credentials: () => Promise.resolve({ headers: { Authorization: "Bearer abc" } }),
+      }),
+    );
+    try {
+      const response = await transport.fetch("/api/v1/pods?limit=1", {
+        headers: { Accept: "application/json" },
+      });
+      assert.equal(response.status, 200);
+      assert.deepEqual(await response.json(), { kind: "Ok", path: "/api/v1/pods?limit=1" });
+      assert.equal(requests[0].headers.authorization, "Bearer abc");
+      assert.equal(requests[0].headers["user-agent"], defaultUserAgent());
+      assert.equal(requests[0].headers.accept, "application/json");
+      assert.match(
+        defaultUserAgent(),
+        new RegExp(`^rudder/${VERSION} \\((deno|bun) [^;]+; \\w+/\\w+\\)$`),
+      );
+      // A path without a leading slash still goes to the server root.
+      await (await transport.fetch("version")).body?.cancel();
+      assert.equal(requests[1].url, "/version");
+    } finally {
+      transport.close();
+    }
+  });
+
+  it("refreshes credentials once after a 401 and repeats the request with its body", async () => {
+    requests.length = 0;
+    const token = rotatingToken();
+    const transport = createTransport(configWith(token.auth), { userAgent: "test-agent" });
+    try {
+      const response = await transport.fetch("/apis", { method: "POST", body: '{"a":1}' });
+      assert.equal(response.status, 200);
+      await response.body?.cancel();
+      assert.equal(token.invalidations(), 1);
+      assert.deepEqual(requests.map((r) => r.headers.authorization), [
+        "Bearer stale",
+        "Bearer fresh",
+      ]);
+      assert.deepEqual(requests.map((r) => r.body), ['{"a":1}', '{"a":1}']);
+      assert.equal(requests[0].headers["user-agent"], "test-agent");
+    } finally {
+      transport.close();
+    }
+  });
+
+  it("returns the 401 when the credentials cannot be refreshed", async () => {
+    requests.length = 0;
+    const token = rotatingToken(false);
+    const transport = createTransport(configWith(token.auth));
+    try {
+      const response = await transport.fetch("/apis");
+      assert.equal(response.status, 401);
+      await response.body?.cancel();
+      assert.equal(token.invalidations(), 1);
+      assert.equal(requests.length, 1, "not repeated");
+    } finally {
+      transport.close();
+    }
+  });
+
+  it("does not repeat a request whose body is a stream", async () => {
+    requests.length = 0;
+    const token = rotatingToken();
+    const transport = createTransport(configWith(token.auth));
+    try {
+      const body = new ReadableStream({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode("{}"));
+          controller.close();
+        },
+      });
+      const response = await transport.fetch("/apis", {
+        method: "POST",
+        body,
+        duplex: "half",
+      } as RequestInit);
+      assert.equal(response.status, 401);
+      await response.body?.cancel();
+      assert.equal(token.invalidations(), 0);
+    } finally {
+      transport.close();
+    }
+  });
+
+  it("refuses requests after close, naming the server", async () => {
+    const transport = createTransport(
+      configWith({ credentials: () => Promise.resolve({}) }),
+    );
+    transport.close();
+    await assert.rejects(transport.fetch("/version"), new RegExp(`transport to ${base} is closed`));
+  });
+});
