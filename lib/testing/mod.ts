@@ -1,0 +1,40 @@
+/**
+ * Testing support for operators built with Rudder: {@linkcode Environment}, a real local
+ * control plane (etcd + kube-apiserver) for integration tests, the counterpart of
+ * controller-runtime's envtest.
+ *
+ * @example
+ * ```ts ignore
+ * import { Environment } from "@rudder/operator/testing";
+ *
+ * const env = new Environment({ crdDirectoryPaths: ["config/crd"] });
+ * const config = await env.start();
+ * console.log(config.server, env.kubeconfigPath);
+ * await env.stop();
+ * ```
+ *
+ * @module
+ */
+
+export {
+  type ControlPlaneProcesses,
+  type CRDSource,
+  type CustomResourceDefinitionObject,
+  Environment,
+  type EnvironmentOptions,
+  type ProcessFlags,
+} from "./envtest.ts";
+export {
+  type ControlPlaneBinaries,
+  defaultAssetsDirectory,
+  ENVTEST_ETCD_VERSION,
+  ENVTEST_KUBERNETES_VERSION,
+  findControlPlaneBinaries,
+} from "./assets.ts";
+export {
+  type CertificateAuthority,
+  type CertificatePair,
+  createCertificateAuthority,
+  generateSigningKeyPair,
+  type SigningKeyPair,
+} from "./certs.ts";
