@@ -1,0 +1,163 @@
+// The project's own wiring: versions and dependencies agree across deno.json, package.json and
+// the code; the test runner counts the same tests on both runtimes; the envtest go.mod is what
+// its generator writes; binary lookup names the places it looked.
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { VERSION } from "../../lib/version.ts";
+import {
+  defaultAssetsDirectory,
+  ENVTEST_ETCD_VERSION,
+  ENVTEST_KUBERNETES_VERSION,
+  findControlPlaneBinaries,
+} from "../../lib/testing/assets.ts";
+import { countJUnit } from "../../tools/test.ts";
+import { stagingModules } from "../../tools/envtest/gen_go_mod.ts";
+
+const root = new URL("../../", import.meta.url);
+const read = (path: string) => readFileSync(new URL(path, root), "utf8");
+const denoJson = JSON.parse(read("deno.json"));
+const packageJson = JSON.parse(read("package.json"));
+
+describe("package metadata", () => {
+  it("has one version in deno.json, package.json and lib/version.ts", () => {
+    assert.equal(denoJson.version, VERSION);
+    assert.equal(packageJson.version, VERSION);
+    assert.equal(denoJson.name, "@rudder/operator");
+  });
+
+  it("maps every npm dependency to the same exact version for Deno and for Bun", () => {
+    const fromDeno = Object.fromEntries(
+      Object.entries(denoJson.imports as Record<string, string>).map(([name, spec]) => {
+        assert.match(spec, /^npm:/, `${name} comes from npm, never jsr`);
+        const at = spec.lastIndexOf("@");
+        return [name, spec.slice(at + 1)];
+      }),
+    );
+    assert.deepEqual(fromDeno, packageJson.dependencies);
+  });
+
+  it("pins the Deno and Bun toolchains", () => {
+    assert.match(packageJson.devDependencies.deno, /^\d+\.\d+\.\d+$/);
+    assert.match(packageJson.devDependencies.bun, /^\d+\.\d+\.\d+$/);
+    assert.match(
+      read("README.md"),
+      new RegExp(`npx -y deno@${packageJson.devDependencies.deno} task test`),
+    );
+    assert.match(
+      read(".ci/run"),
+      new RegExp(`npx -y deno@${packageJson.devDependencies.deno} task test`),
+    );
+  });
+});
+
+describe("countJUnit", () => {
+  it("counts Deno's steps and not the describe block that holds them", () => {
+    const xml = `<testsuites><testsuite name="./a.test.ts">
+      <testcase name="suite" classname="./a.test.ts"><failure message="x">x</failure></testcase>
+      <testcase name="top level" classname="./a.test.ts"></testcase>
+      <testcase name="lonely" classname="./a.test.ts"><failure message="boom">boom</failure></testcase>
+    </testsuite><testsuite name="ext:deno_node/testing.ts">
+      <testcase name="suite &gt; works" classname="x"></testcase>
+      <testcase name="suite &gt; breaks" classname="x"><failure message="no">no</failure></testcase>
+      <testcase name="suite &gt; inner &gt; deep" classname="x"></testcase>
+      <testcase name="suite &gt; inner" classname="x"></testcase>
+    </testsuite></testsuites>`;
+    assert.deepEqual(countJUnit(xml), { passed: 3, failed: 2, skipped: 0 });
+  });
+
+  it("counts Bun's test cases, failures and skips", () => {
+    const xml = `<testsuites><testsuite name="a.test.ts"><testsuite name="suite">
+      <testcase name="works" classname="suite" />
+      <testcase name="skipped" classname="suite"><skipped /></testcase>
+      <testcase name="fails" classname="suite"><failure type="AssertionError">x</failure></testcase>
+    </testsuite><testcase name="top" classname="" /></testsuite></testsuites>`;
+    assert.deepEqual(countJUnit(xml), { passed: 2, failed: 1, skipped: 1 });
+  });
+
+  it("counts a describe block whose hook failed, when no step carries the failure", () => {
+    const xml = `<testcase name="suite"><failure message="before hook">x</failure></testcase>
+      <testcase name="suite &gt; a"></testcase>`;
+    assert.deepEqual(countJUnit(xml), { passed: 1, failed: 1, skipped: 0 });
+  });
+});
+
+describe("envtest assets", () => {
+  it("keeps go.mod in step with the versions in lib/testing/assets.ts", () => {
+    const goMod = read("tools/envtest/go.mod");
+    assert.match(
+      goMod,
+      new RegExp(`^\\s*k8s\\.io/kubernetes v${ENVTEST_KUBERNETES_VERSION}\\b`, "m"),
+    );
+    assert.match(
+      goMod,
+      new RegExp(`^\\s*go\\.etcd\\.io/etcd/server/v3 v${ENVTEST_ETCD_VERSION}\\b`, "m"),
+    );
+    const staging = `v0.${ENVTEST_KUBERNETES_VERSION.split(".").slice(1).join(".")}`;
+    const replaced = [...goMod.matchAll(/^\s*(k8s\.io\/\S+) => (\S+) (\S+)$/gm)];
+    assert.ok(replaced.length > 20, "one replace line per staging module");
+    for (const [, from, to, version] of replaced) {
+      assert.equal(to, from);
+      assert.equal(version, staging);
+    }
+  });
+
+  it("takes the staging modules from k8s.io/kubernetes' require block only", () => {
+    const goMod = `module k8s.io/kubernetes
+
+require (
+\tgithub.com/x/y v1.0.0
+\tk8s.io/api v0.0.0
+\tk8s.io/klog/v2 v2.140.0
+\tk8s.io/apiserver v0.0.0
+)
+
+require (
+\tk8s.io/gengo/v2 v2.0.0-2025 // indirect
+)
+
+replace (
+\tk8s.io/api => ./staging/src/k8s.io/api
+\tk8s.io/sample-cli-plugin => ./staging/src/k8s.io/sample-cli-plugin
+)
+`;
+    assert.deepEqual(stagingModules(goMod), ["k8s.io/api", "k8s.io/apiserver"]);
+  });
+
+  it("lays the cache out like setup-envtest, under XDG_CACHE_HOME", () => {
+    const dir = defaultAssetsDirectory({ XDG_CACHE_HOME: "/cache" });
+    assert.match(
+      dir,
+      new RegExp(`^/cache/rudder/envtest/k8s/${ENVTEST_KUBERNETES_VERSION}-\\w+-\\w+$`),
+    );
+  });
+
+  it("names the directory, its origin and the build command when binaries are missing", () => {
+    const dir = mkdtempSync(join(tmpdir(), "rudder-assets-"));
+    try {
+      writeFileSync(join(dir, "etcd"), "#!/bin/sh\n", { mode: 0o755 });
+      assert.throws(
+        () => findControlPlaneBinaries(undefined, { KUBEBUILDER_ASSETS: dir }),
+        (err: Error) => {
+          assert.match(
+            err.message,
+            new RegExp(`looked in ${dir} \\(KUBEBUILDER_ASSETS\\) for kube-apiserver;`),
+          );
+          assert.match(err.message, /deno task envtest/);
+          return true;
+        },
+      );
+      writeFileSync(join(dir, "kube-apiserver"), "#!/bin/sh\n", { mode: 0o755 });
+      const found = findControlPlaneBinaries(undefined, { KUBEBUILDER_ASSETS: dir });
+      assert.equal(found.kubeAPIServer, join(dir, "kube-apiserver"));
+      assert.throws(
+        () => findControlPlaneBinaries(undefined, { XDG_CACHE_HOME: join(dir, "none") }),
+        /\(the default cache\) for etcd and kube-apiserver; run `deno task envtest`/,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,183 @@
+/**
+ * `deno task test`: sets up (npm packages, Bun, control-plane binaries), runs the whole suite
+ * under Deno (with coverage) and under Bun, prints the line coverage, and ends with one line
+ * `N passed, M failed` summing both runtimes. Exits non-zero when anything failed.
+ *
+ * Usage: deno run -A tools/test.ts [--deno-only | --bun-only] [test paths…]
+ *
+ * @module
+ */
+
+import { spawnSync } from "node:child_process";
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import process from "node:process";
+import { ROOT, setup } from "./setup.ts";
+
+const RESULTS = join(ROOT, ".test-results");
+const COVERAGE = join(ROOT, "coverage");
+
+/** Counts of one runtime's run. */
+export interface RunCounts {
+  passed: number;
+  failed: number;
+  skipped: number;
+}
+
+function attribute(tag: string, name: string): string | undefined {
+  return tag.match(new RegExp(`\\b${name}="([^"]*)"`))?.[1];
+}
+
+function unescapeXml(text: string): string {
+  return text.replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&lt;/g, "<")
+    .replace(/&gt;/g, ">").replace(/&amp;/g, "&");
+}
+
+/**
+ * Counts leaf test cases in a JUnit report. Deno reports a `describe` block as a test case
+ * and its tests as steps named `block > test`; a case with steps is not counted itself, so
+ * both runtimes count the same tests.
+ */
+export function countJUnit(xml: string): RunCounts {
+  const cases: { name: string; failed: boolean; skipped: boolean }[] = [];
+  const pattern = /<testcase\b([^>]*?)(\/>|>([\s\S]*?)<\/testcase>)/g;
+  for (const match of xml.matchAll(pattern)) {
+    const body = match[3] ?? "";
+    cases.push({
+      name: unescapeXml(attribute(match[1], "name") ?? ""),
+      failed: /<(failure|error)\b/.test(body),
+      skipped: /<skipped\b/.test(body),
+    });
+  }
+  const parents = new Set<string>();
+  for (const { name } of cases) {
+    const parts = name.split(" > ");
+    for (let i = 1; i < parts.length; i++) parents.add(parts.slice(0, i).join(" > "));
+  }
+  const counts: RunCounts = { passed: 0, failed: 0, skipped: 0 };
+  for (const testCase of cases) {
+    if (parents.has(testCase.name) && !testCase.failed) continue;
+    if (parents.has(testCase.name) && testCase.failed) {
+      // A block that failed on its own (a hook threw) while its steps may have passed: count
+      // the failure once only when none of its steps carries it.
+      const stepFailed = cases.some((c) => c.name.startsWith(`${testCase.name} > `) && c.failed);
+      if (stepFailed) continue;
+    }
+    if (testCase.failed) counts.failed++;
+    else if (testCase.skipped) counts.skipped++;
+    else counts.passed++;
+  }
+  return counts;
+}
+
+function run(command: string, args: string[], env: Record<string, string>): number {
+  process.stderr.write(`\n$ ${command} ${args.join(" ")}\n`);
+  const result = spawnSync(command, args, {
+    cwd: ROOT,
+    stdio: "inherit",
+    env: { ...process.env, ...env },
+  });
+  if (result.error) throw result.error;
+  return result.status ?? 1;
+}
+
+function readCounts(file: string, exitCode: number, runtime: string): RunCounts {
+  let counts: RunCounts = { passed: 0, failed: 0, skipped: 0 };
+  try {
+    counts = countJUnit(readFileSync(file, "utf8"));
+  } catch {
+    // No report: the runner failed before running anything; counted below.
+  }
+  if (exitCode !== 0 && counts.failed === 0) {
+    process.stderr.write(`${runtime}: the test runner exited with ${exitCode}\n`);
+    counts.failed = 1;
+  }
+  return counts;
+}
+
+/** Line coverage of lib/ and mod.ts from Deno's coverage data, as a percentage. */
+function lineCoverage(deno: string): number | undefined {
+  const result = spawnSync(
+    deno,
+    ["coverage", COVERAGE, "--include=^file:.*/(lib/|mod\\.ts)", "--exclude=tests/|tools/"],
+    { cwd: ROOT, encoding: "utf8", env: { ...process.env, NO_COLOR: "1" } },
+  );
+  const output = `${result.stdout}`;
+  // deno coverage prints a table whose "All files" row ends with the branch and line figures.
+  const row = output.split("\n").find((line) => line.includes("All files"));
+  const figures = row?.match(/\d+(\.\d+)?/g);
+  return figures ? Number(figures[figures.length - 1]) : undefined;
+}
+
+function main(): number {
+  const args = process.argv.slice(2);
+  const denoOnly = args.includes("--deno-only");
+  const bunOnly = args.includes("--bun-only");
+  const paths = args.filter((arg) => !arg.startsWith("--"));
+  const tests = paths.length > 0 ? paths : ["tests/"];
+
+  const assets = setup();
+  const env = { KUBEBUILDER_ASSETS: assets };
+  const deno = process.execPath;
+  const bun = join(ROOT, "node_modules", "bun", "bin", "bun.exe");
+  rmSync(RESULTS, { recursive: true, force: true });
+  rmSync(COVERAGE, { recursive: true, force: true });
+  mkdirSync(RESULTS, { recursive: true });
+
+  const totals: RunCounts = { passed: 0, failed: 0, skipped: 0 };
+  const lines: string[] = [];
+  const add = (runtime: string, counts: RunCounts) => {
+    totals.passed += counts.passed;
+    totals.failed += counts.failed;
+    totals.skipped += counts.skipped;
+    lines.push(
+      `${runtime}: ${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped`,
+    );
+  };
+
+  if (!bunOnly) {
+    const report = join(RESULTS, "deno.xml");
+    const code = run(deno, [
+      "test",
+      "-A",
+      `--coverage=${COVERAGE}`,
+      `--junit-path=${report}`,
+      ...tests,
+    ], env);
+    add("deno", readCounts(report, code, "deno"));
+  }
+  if (!denoOnly) {
+    const report = join(RESULTS, "bun.xml");
+    const code = run(bun, [
+      "test",
+      "--timeout=120000",
+      "--reporter=junit",
+      `--reporter-outfile=${report}`,
+      ...tests.map((path) => (path.startsWith(".") || path.startsWith("/") ? path : `./${path}`)),
+    ], env);
+    add("bun", readCounts(report, code, "bun"));
+  }
+
+  console.log("");
+  for (const line of lines) console.log(line);
+  if (!bunOnly) {
+    const coverage = lineCoverage(deno);
+    console.log(
+      coverage === undefined
+        ? "line coverage: unknown (deno coverage printed no total)"
+        : `line coverage: ${coverage.toFixed(1)} % (lib/ and mod.ts, Deno run)`,
+    );
+  }
+  console.log(`${totals.passed} passed, ${totals.failed} failed`);
+  return totals.failed > 0 ? 1 : 0;
+}
+
+if (import.meta.main) {
+  try {
+    process.exit(main());
+  } catch (err) {
+    console.error(err instanceof Error ? err.message : String(err));
+    console.log("0 passed, 1 failed");
+    process.exit(1);
+  }
+}
