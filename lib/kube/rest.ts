@@ -36,6 +36,27 @@ export interface RestRequest {
   signal?: AbortSignal;
   /** Milliseconds before the request is aborted; overrides the client's `timeout`. */
   timeout?: number;
+  /**
+   * Retry 429 and 5xx answers and network failures; default true for `GET`, and never done for
+   * other methods, whose repetition may not be safe.
+   */
+  retry?: boolean;
+}
+
+/** What {@linkcode RestClientOptions.onRequest} learns of each request attempt. */
+export interface RequestInfo {
+  /** HTTP method. */
+  method: string;
+  /** Host and port of the API server. */
+  host: string;
+  /** Path without query. */
+  path: string;
+  /** HTTP status code, or `undefined` when no answer came (network failure, abort). */
+  statusCode?: number;
+  /** Milliseconds from sending to the answer's headers. */
+  durationMs: number;
+  /** 0 for the first attempt, then 1, 2, … for retries. */
+  attempt: number;
 }
 
 /** Options of {@linkcode RestClient}. */
@@ -47,10 +68,82 @@ export interface RestClientOptions extends TransportOptions {
   timeout?: number;
   /** A transport to use instead of one made from the configuration (tests, wrappers). */
   transport?: Transport;
+  /**
+   * Client-side rate limit in requests per second; none by default, because the API server's
+   * priority and fairness does that job (as in controller-runtime 0.21 and later).
+   */
+  qps?: number;
+  /** Requests that may go at once above `qps`; default `max(1, qps)`. */
+  burst?: number;
+  /** Retries of an idempotent read after 429, 5xx or a network failure; default 5. */
+  maxRetries?: number;
+  /** Called after every attempt, e.g. to count `rest_client_requests_total`. */
+  onRequest?: (info: RequestInfo) => void;
 }
 
 /** Default request timeout: generous for a list of thousands of objects, finite for a hang. */
 const DEFAULT_TIMEOUT_MS = 60_000;
+const DEFAULT_MAX_RETRIES = 5;
+/** First retry delay without `Retry-After`; doubles up to the cap, with jitter. */
+const RETRY_BASE_MS = 200;
+const RETRY_CAP_MS = 10_000;
+/** A `Retry-After` longer than this is cut to it, so a read never stalls for minutes. */
+const RETRY_AFTER_CAP_MS = 60_000;
+const RETRYABLE_STATUS = new Set([429, 500, 502, 503, 504]);
+
+/** Resolves after `ms`, or rejects with the signal's reason when it aborts first. */
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** Exponential backoff with jitter: half the delay fixed, half random. */
+function backoffMs(attempt: number): number {
+  const delay = Math.min(RETRY_CAP_MS, RETRY_BASE_MS * 2 ** attempt);
+  return delay / 2 + Math.random() * (delay / 2);
+}
+
+/** A token bucket: `qps` tokens per second, at most `burst` saved up. */
+class TokenBucket {
+  readonly #qps: number;
+  readonly #burst: number;
+  #tokens: number;
+  #last = Date.now();
+  #queue: Promise<void> = Promise.resolve();
+
+  constructor(qps: number, burst: number) {
+    this.#qps = qps;
+    this.#burst = burst;
+    this.#tokens = burst;
+  }
+
+  /** Waits for a token; callers are served in order. */
+  take(signal?: AbortSignal): Promise<void> {
+    const turn = this.#queue.then(async () => {
+      const now = Date.now();
+      this.#tokens = Math.min(this.#burst, this.#tokens + ((now - this.#last) / 1000) * this.#qps);
+      this.#last = now;
+      if (this.#tokens < 1) {
+        await sleep(((1 - this.#tokens) / this.#qps) * 1000, signal);
+        this.#tokens = 1;
+        this.#last = Date.now();
+      }
+      this.#tokens -= 1;
+    });
+    this.#queue = turn.catch(() => {});
+    return turn;
+  }
+}
 
 /** Builds `?a=1&b=x` from query parameters, skipping `undefined`. */
 export function encodeQuery(query: Record<string, QueryValue> | undefined): string {
@@ -107,12 +200,26 @@ export class RestClient {
   readonly config: KubeConfig;
   readonly #transport: Transport;
   readonly #timeout: number;
+  readonly #maxRetries: number;
+  readonly #limiter?: TokenBucket;
+  readonly #onRequest?: (info: RequestInfo) => void;
+  readonly #host: string;
 
   /** Creates a client for `config`. */
   constructor(config: KubeConfig, options: RestClientOptions = {}) {
     this.config = config;
     this.#transport = options.transport ?? createTransport(config, options);
     this.#timeout = options.timeout ?? DEFAULT_TIMEOUT_MS;
+    this.#maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
+    if (options.qps !== undefined && options.qps > 0) {
+      this.#limiter = new TokenBucket(options.qps, options.burst ?? Math.max(1, options.qps));
+    }
+    this.#onRequest = options.onRequest;
+    try {
+      this.#host = new URL(config.server).host;
+    } catch {
+      this.#host = config.server;
+    }
   }
 
   /**
@@ -144,30 +251,84 @@ export class RestClient {
       ? signals[0]
       : AbortSignal.any(signals);
     const target = request.path + encodeQuery(request.query);
-    let response: Response;
-    try {
-      response = await this.#transport.fetch(target, { method, headers, body, signal });
-    } catch (err) {
-      if (signal?.aborted) throw signal.reason;
-      const reason = err instanceof Error ? err.message : String(err);
-      throw new Error(`${method} ${this.config.server}${request.path}: ${reason}`, {
-        cause: err,
-      });
-    }
-    for (const warning of parseWarningHeaders(response.headers.get("Warning"))) {
-      logger.warn("API server warning for {method} {path}: {warning}", {
+    const retries = (request.retry ?? method === "GET") && method === "GET" ? this.#maxRetries : 0;
+    for (let attempt = 0;; attempt++) {
+      await this.#limiter?.take(signal);
+      signal?.throwIfAborted();
+      const started = performance.now();
+      let response: Response;
+      try {
+        response = await this.#transport.fetch(target, { method, headers, body, signal });
+      } catch (err) {
+        this.#report(method, request.path, undefined, started, attempt);
+        if (signal?.aborted) throw signal.reason;
+        const reason = err instanceof Error ? err.message : String(err);
+        if (attempt < retries) {
+          logger.debug("Retrying {method} {path} after a network failure: {reason}", {
+            method,
+            path: request.path,
+            reason,
+          });
+          await sleep(backoffMs(attempt), signal);
+          continue;
+        }
+        throw new Error(`${method} ${this.config.server}${request.path}: ${reason}`, {
+          cause: err,
+        });
+      }
+      this.#report(method, request.path, response.status, started, attempt);
+      for (const warning of parseWarningHeaders(response.headers.get("Warning"))) {
+        logger.warn("API server warning for {method} {path}: {warning}", {
+          method,
+          path: request.path,
+          warning,
+        });
+      }
+      if (response.ok) return response;
+      const retryAfter = retryAfterSeconds(response);
+      if (attempt < retries && RETRYABLE_STATUS.has(response.status)) {
+        await response.body?.cancel().catch(() => {});
+        const wait = retryAfter === undefined
+          ? backoffMs(attempt)
+          : Math.min(RETRY_AFTER_CAP_MS, retryAfter * 1000);
+        logger.debug("Retrying {method} {path} in {wait} ms after {status}", {
+          method,
+          path: request.path,
+          wait: Math.round(wait),
+          status: response.status,
+        });
+        await sleep(wait, signal);
+        continue;
+      }
+      const text = await response.text().catch(() => "");
+      throw ApiError.fromResponseBody(response.status, text, {
         method,
         path: request.path,
-        warning,
+        retryAfterSeconds: retryAfter,
       });
     }
-    if (response.ok) return response;
-    const text = await response.text().catch(() => "");
-    throw ApiError.fromResponseBody(response.status, text, {
-      method,
-      path: request.path,
-      retryAfterSeconds: retryAfterSeconds(response),
-    });
+  }
+
+  #report(
+    method: string,
+    path: string,
+    statusCode: number | undefined,
+    started: number,
+    attempt: number,
+  ): void {
+    if (!this.#onRequest) return;
+    try {
+      this.#onRequest({
+        method,
+        host: this.#host,
+        path,
+        statusCode,
+        durationMs: performance.now() - started,
+        attempt,
+      });
+    } catch (err) {
+      logger.error("onRequest hook threw: {error}", { error: err });
+    }
   }
 
   /** Sends a request and parses the JSON answer (`undefined` for an empty body). */
@@ -213,6 +374,7 @@ export class RestClient {
         ...request,
         query: { ...request.query, watch: true },
         signal: controller.signal,
+        retry: false,
       }, request.timeout);
       if (!response.body) return;
       yield* decodeWatchStream<T>(response.body, { signal: controller.signal });

@@ -5,7 +5,12 @@ import assert from "node:assert/strict";
 import { configure, type LogRecord, reset } from "@logtape/logtape";
 import type { KubeConfig } from "../../lib/kube/config.ts";
 import { ApiError, isGone, isNotFound } from "../../lib/kube/errors.ts";
-import { encodeQuery, parseWarningHeaders, RestClient } from "../../lib/kube/rest.ts";
+import {
+  encodeQuery,
+  parseWarningHeaders,
+  type RequestInfo,
+  RestClient,
+} from "../../lib/kube/rest.ts";
 import type { Transport } from "../../lib/kube/transport.ts";
 
 const config: KubeConfig = {
@@ -142,13 +147,77 @@ describe("RestClient", () => {
 
   it("wraps network failures with the method and URL, keeping the cause", async () => {
     const cause = new TypeError("connection refused");
-    const transport: Transport = { config, fetch: () => Promise.reject(cause), close() {} };
-    const rest = new RestClient(config, { transport });
+    let attempts = 0;
+    const transport: Transport = {
+      config,
+      fetch: () => {
+        attempts++;
+        return Promise.reject(cause);
+      },
+      close() {},
+    };
+    const rest = new RestClient(config, { transport, maxRetries: 0 });
     await assert.rejects(rest.request({ path: "/version" }), (err: Error) => {
       assert.equal(err.message, "GET https://api.test:6443/version: connection refused");
       assert.equal(err.cause, cause);
       return true;
     });
+    assert.equal(attempts, 1);
+  });
+
+  it("retries reads after 429, 5xx and network failures, honouring Retry-After", async () => {
+    const answers: (() => Response)[] = [
+      () => {
+        throw new TypeError("connection reset");
+      },
+      () => new Response("busy", { status: 503 }),
+      () =>
+        new Response(JSON.stringify({ kind: "Status", code: 429, reason: "TooManyRequests" }), {
+          status: 429,
+          headers: { "Retry-After": "0" },
+        }),
+      () => Response.json({ kind: "PodList" }),
+    ];
+    const infos: RequestInfo[] = [];
+    const { transport, seen } = fakeTransport(() => answers[seen.length - 1]());
+    const rest = new RestClient(config, { transport, onRequest: (info) => infos.push(info) });
+    assert.deepEqual(await rest.request({ path: "/api/v1/pods" }), { kind: "PodList" });
+    assert.equal(seen.length, 4);
+    assert.deepEqual(infos.map((i) => [i.attempt, i.statusCode]), [
+      [0, undefined],
+      [1, 503],
+      [2, 429],
+      [3, 200],
+    ]);
+    assert.equal(infos[0].host, "api.test:6443");
+    assert.equal(infos[0].method, "GET");
+  });
+
+  it("gives up after maxRetries and never retries writes", async () => {
+    const busy = fakeTransport(() => new Response("busy", { status: 503 }));
+    const rest = new RestClient(config, { transport: busy.transport, maxRetries: 2 });
+    await assert.rejects(
+      rest.request({ path: "/api/v1/pods" }),
+      (err) => err instanceof ApiError && err.code === 503,
+    );
+    assert.equal(busy.seen.length, 3);
+    busy.seen.length = 0;
+    await assert.rejects(rest.request({ method: "POST", path: "/api/v1/pods", body: {} }));
+    assert.equal(busy.seen.length, 1, "a POST is sent once");
+    busy.seen.length = 0;
+    await assert.rejects(rest.request({ path: "/api/v1/pods", retry: false }));
+    assert.equal(busy.seen.length, 1, "retry: false turns it off");
+  });
+
+  it("spaces requests out with a token bucket when qps is set", async () => {
+    const { transport, seen } = fakeTransport(() => Response.json({}));
+    const rest = new RestClient(config, { transport, qps: 50, burst: 2 });
+    const started = performance.now();
+    await Promise.all(Array.from({ length: 5 }, () => rest.request({ path: "/x" })));
+    assert.equal(seen.length, 5);
+    // Not a speed measurement: a lower bound the limiter guarantees. Two go at once, the other
+    // three each wait for a token at 50 per second, so the five cannot finish in under 60 ms.
+    assert.ok(performance.now() - started >= 55, "the bucket made requests wait");
   });
 
   it("rejects with the abort reason, and with a TimeoutError after its timeout", async () => {
@@ -158,10 +227,16 @@ describe("RestClient", () => {
       })
     );
     const rest = new RestClient(config, { transport: hang.transport, timeout: 20 });
-    await assert.rejects(
-      rest.request({ path: "/slow" }),
-      (err: Error) => err.name === "TimeoutError",
-    );
+    // A real fetch holds the event loop open while it waits; this stand-in does not.
+    const keepAlive = setInterval(() => {}, 1000);
+    try {
+      await assert.rejects(
+        rest.request({ path: "/slow" }),
+        (err: Error) => err.name === "TimeoutError",
+      );
+    } finally {
+      clearInterval(keepAlive);
+    }
     const controller = new AbortController();
     const reason = new Error("cancelled by caller");
     const pending = rest.request({ path: "/slow", signal: controller.signal, timeout: 0 });
