@@ -2,26 +2,162 @@
  * Rudder: a controller-runtime for Deno and Bun. Write Kubernetes operators in TypeScript and
  * ship them as one self-contained executable.
  *
- * This entry point holds the Kubernetes connection layer: where the API server is
- * ({@linkcode loadConfig}), how requests reach it ({@linkcode createTransport}), the REST client
- * with typed errors ({@linkcode RestClient}, {@linkcode ApiError}) and watch streams
- * ({@linkcode decodeWatchStream}). The local control plane for tests is in
- * `@rudder/operator/testing`.
+ * This entry point holds the typed client ({@linkcode newClient}) with its patches
+ * ({@linkcode mergeFrom}, {@linkcode strategicMergeFrom}, {@linkcode jsonPatch}) and wrappers,
+ * the resource types of the built-in kinds (`ConfigMap`, `Deployment`, …, each both a value
+ * and the type of its objects) and the Kubernetes connection layer under them: where the API
+ * server is ({@linkcode loadConfig}), how requests reach it ({@linkcode createTransport}), the
+ * REST client with typed errors ({@linkcode RestClient}, {@linkcode ApiError}) and watch
+ * streams ({@linkcode decodeWatchStream}). The types of every built-in group-version are
+ * exported as namespaces named like Go's packages (`corev1.Container`, `appsv1.DeploymentSpec`).
+ * The local control plane and the fake client for tests are in `@rudder/operator/testing`.
  *
- * @example Connect and read the server's version
+ * @example Read, change and patch a Deployment
  * ```ts
- * import { loadConfig, RestClient } from "@rudder/operator";
+ * import { Deployment, loadConfig, mergeFrom, newClient } from "@rudder/operator";
  *
- * const rest = new RestClient(await loadConfig());
- * const version = await rest.request<{ gitVersion: string }>({ path: "/version" });
- * console.log(`connected to Kubernetes ${version.gitVersion}`);
- * rest.close();
+ * const client = newClient(await loadConfig());
+ * const web = await client.get(Deployment, { namespace: "default", name: "web" });
+ * const scaled = structuredClone(web);
+ * scaled.spec!.replicas = (web.spec?.replicas ?? 1) + 1;
+ * await client.patch(scaled, mergeFrom(web));
  * ```
  *
  * @module
  */
 
 export { VERSION } from "./lib/version.ts";
+
+export {
+  type GroupVersionKind,
+  guessPlural,
+  type KubeObject,
+  type ResourceType,
+  resourceType,
+  type ResourceTypeOptions,
+  type Scope,
+  type Unstructured,
+} from "./lib/api/resource.ts";
+
+export {
+  builtinResourceTypes,
+  ClusterRole,
+  ClusterRoleBinding,
+  ConfigMap,
+  CronJob,
+  CustomResourceDefinition,
+  DaemonSet,
+  Deployment,
+  Endpoints,
+  Event,
+  EventsV1Event,
+  HorizontalPodAutoscaler,
+  Ingress,
+  Job,
+  Lease,
+  MutatingWebhookConfiguration,
+  Namespace,
+  NetworkPolicy,
+  Node,
+  PersistentVolume,
+  PersistentVolumeClaim,
+  Pod,
+  PodDisruptionBudget,
+  ReplicaSet,
+  Role,
+  RoleBinding,
+  Secret,
+  Service,
+  ServiceAccount,
+  StatefulSet,
+  ValidatingWebhookConfiguration,
+} from "./lib/api/builtins.ts";
+
+export { isNoKindMatch, NoKindMatchError, RESTMapper } from "./lib/api/discovery.ts";
+
+export type * as admissionregistrationv1 from "./lib/api/generated/admissionregistration_v1.ts";
+export type * as apiextensionsv1 from "./lib/api/generated/apiextensions_v1.ts";
+export type * as appsv1 from "./lib/api/generated/apps_v1.ts";
+export type * as authenticationv1 from "./lib/api/generated/authentication_v1.ts";
+export type * as authorizationv1 from "./lib/api/generated/authorization_v1.ts";
+export type * as autoscalingv1 from "./lib/api/generated/autoscaling_v1.ts";
+export type * as autoscalingv2 from "./lib/api/generated/autoscaling_v2.ts";
+export type * as batchv1 from "./lib/api/generated/batch_v1.ts";
+export type * as certificatesv1 from "./lib/api/generated/certificates_v1.ts";
+export type * as coordinationv1 from "./lib/api/generated/coordination_v1.ts";
+export type * as corev1 from "./lib/api/generated/core_v1.ts";
+export type * as discoveryv1 from "./lib/api/generated/discovery_v1.ts";
+export type * as eventsv1 from "./lib/api/generated/events_v1.ts";
+export type * as metav1 from "./lib/api/generated/meta_v1.ts";
+export type * as networkingv1 from "./lib/api/generated/networking_v1.ts";
+export type * as nodev1 from "./lib/api/generated/node_v1.ts";
+export type * as policyv1 from "./lib/api/generated/policy_v1.ts";
+export type * as rbacv1 from "./lib/api/generated/rbac_v1.ts";
+export type * as schedulingv1 from "./lib/api/generated/scheduling_v1.ts";
+export type * as storagev1 from "./lib/api/generated/storage_v1.ts";
+export type {
+  IntOrString,
+  MicroTime,
+  Quantity,
+  RawExtension,
+  Time,
+} from "./lib/api/generated/primitives.ts";
+export type {
+  Condition,
+  FieldsV1,
+  LabelSelector,
+  LabelSelectorRequirement,
+  ListMeta,
+  ManagedFieldsEntry,
+  ObjectMeta,
+  OwnerReference,
+  ShardInfo,
+} from "./lib/api/generated/meta_v1.ts";
+
+export {
+  type Client,
+  type ClientOptions,
+  type ListAllOptions,
+  newClient,
+  type ObjectKey,
+  type ObjectList,
+  type Reader,
+  type ResourceRef,
+  type SubResourceClient,
+  type SubResourceWriteOptions,
+  type Writer,
+} from "./lib/client/client.ts";
+
+export type {
+  ApplyOptions,
+  CallOptions,
+  CreateOptions,
+  DeleteAllOfOptions,
+  DeleteOptions,
+  FieldSelectorInput,
+  FieldValidation,
+  GetOptions,
+  LabelSelectorInput,
+  LabelSelectorObject,
+  ListOptions,
+  PatchOptions,
+  PropagationPolicy,
+  UpdateOptions,
+  WriteOptions,
+} from "./lib/client/options.ts";
+
+export {
+  jsonPatch,
+  type JsonPatchOperation,
+  mergeFrom,
+  type MergeFromOptions,
+  type Patch,
+  type PatchType,
+  rawPatch,
+  strategicMergeFrom,
+} from "./lib/client/patch.ts";
+
+export { dryRunClient, namespacedClient, withFieldOwner } from "./lib/client/wrappers.ts";
 
 export {
   type AuthProvider,
@@ -69,6 +205,7 @@ export {
 
 export {
   type QueryValue,
+  type RequestInfo,
   RestClient,
   type RestClientOptions,
   type RestRequest,

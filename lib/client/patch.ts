@@ -1,0 +1,295 @@
+/**
+ * Patches, as controller-runtime makes them: `mergeFrom(original)` diffs the object you
+ * changed against the copy you started from (RFC 7386 JSON merge patch),
+ * `strategicMergeFrom(original)` does the same in Kubernetes' strategic form for built-in kinds,
+ * `jsonPatch(ops)` sends RFC 6902 operations, and `rawPatch` sends a body as it is. The
+ * functions that apply merge and JSON patches are here too, for the fake client.
+ *
+ * @module
+ */
+
+import { createStrategicMergePatch, schemaForKind } from "./strategic_merge.ts";
+import type { KubeObject } from "../api/resource.ts";
+import { isJsonObject, jsonClone, jsonEqual, type JsonObject } from "../util/json.ts";
+
+/** The content types of the API's patch kinds. */
+export type PatchType =
+  | "application/merge-patch+json"
+  | "application/json-patch+json"
+  | "application/strategic-merge-patch+json"
+  | "application/apply-patch+yaml";
+
+/** A patch: its content type, and the body it sends for the object being patched. */
+export interface Patch<T = KubeObject> {
+  /** Content type of the body. */
+  readonly type: PatchType;
+  /** The body to send when patching `obj` (for `mergeFrom`, the diff from the original). */
+  data(obj: T): unknown;
+}
+
+/** Options of {@linkcode mergeFrom} and {@linkcode strategicMergeFrom}. */
+export interface MergeFromOptions {
+  /**
+   * Carry the original's `metadata.resourceVersion` in the patch, so the write fails with a
+   * Conflict when someone changed the object since it was read.
+   */
+  optimisticLock?: boolean;
+}
+
+/** One RFC 6902 operation. */
+export type JsonPatchOperation =
+  | { op: "add" | "replace" | "test"; path: string; value: unknown }
+  | { op: "remove"; path: string }
+  | { op: "move" | "copy"; from: string; path: string };
+
+/**
+ * The RFC 7386 merge patch that turns `original` into `modified`: changed and added fields,
+ * `null` for removed ones, arrays replaced whole.
+ */
+export function createMergePatch(original: unknown, modified: unknown): unknown {
+  if (!isJsonObject(original) || !isJsonObject(modified)) return jsonClone(modified) ?? null;
+  const patch: JsonObject = {};
+  for (const [key, value] of Object.entries(modified)) {
+    if (value === undefined) continue;
+    const before = original[key];
+    if (before === undefined) patch[key] = jsonClone(value);
+    else if (!jsonEqual(before, value)) {
+      patch[key] = isJsonObject(before) && isJsonObject(value)
+        ? createMergePatch(before, value)
+        : jsonClone(value);
+    }
+  }
+  for (const [key, value] of Object.entries(original)) {
+    if (value !== undefined && modified[key] === undefined) patch[key] = null;
+  }
+  return patch;
+}
+
+/** Applies an RFC 7386 merge patch to `target`, returning a new value. */
+export function applyMergePatch(target: unknown, patch: unknown): unknown {
+  if (!isJsonObject(patch)) return jsonClone(patch);
+  const result: JsonObject = isJsonObject(target) ? jsonClone(target) : {};
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete result[key];
+    else result[key] = applyMergePatch(result[key], value);
+  }
+  return result;
+}
+
+function withResourceVersion(patch: unknown, resourceVersion: string | undefined): unknown {
+  if (!resourceVersion) {
+    throw new Error("optimisticLock needs the original's metadata.resourceVersion; it has none");
+  }
+  const body = isJsonObject(patch) ? patch : {};
+  const metadata = isJsonObject(body.metadata) ? body.metadata : {};
+  return { ...body, metadata: { ...metadata, resourceVersion } };
+}
+
+/**
+ * A JSON merge patch from `original` to the object passed to `patch()`. Take a copy before
+ * changing the object, like controller-runtime's `client.MergeFrom`.
+ *
+ * @example
+ * ```ts
+ * import { type ConfigMap, mergeFrom } from "@rudder/operator";
+ *
+ * const original: ConfigMap = { apiVersion: "v1", kind: "ConfigMap", data: { a: "1", b: "2" } };
+ * const changed: ConfigMap = { ...original, data: { a: "1", c: "3" } };
+ * console.log(mergeFrom(original).data(changed)); // { data: { c: "3", b: null } }
+ * // await client.patch(changed, mergeFrom(original));
+ * ```
+ */
+export function mergeFrom<T extends KubeObject>(
+  original: T,
+  options: MergeFromOptions = {},
+): Patch<T> {
+  const snapshot = jsonClone(original);
+  return {
+    type: "application/merge-patch+json",
+    data(obj: T): unknown {
+      const patch = createMergePatch(snapshot, obj);
+      return options.optimisticLock
+        ? withResourceVersion(patch, snapshot.metadata?.resourceVersion)
+        : patch;
+    },
+  };
+}
+
+/**
+ * A strategic merge patch from `original` to the object passed to `patch()`, for built-in kinds:
+ * lists such as containers, env and ports are merged by key rather than replaced, so the patch
+ * touches only the items that changed. Custom resources do not support it: use
+ * {@linkcode mergeFrom}.
+ *
+ * @example
+ * ```ts
+ * import { type Deployment, strategicMergeFrom } from "@rudder/operator";
+ *
+ * declare const deployment: Deployment;
+ * const changed = structuredClone(deployment);
+ * changed.spec!.template.spec!.containers[0].image = "nginx:1.27";
+ * const patch = strategicMergeFrom(deployment);
+ * // await client.patch(changed, patch);
+ * ```
+ */
+export function strategicMergeFrom<T extends KubeObject>(
+  original: T,
+  options: MergeFromOptions = {},
+): Patch<T> {
+  const snapshot = jsonClone(original);
+  return {
+    type: "application/strategic-merge-patch+json",
+    data(obj: T): unknown {
+      const schema = schemaForKind(obj.apiVersion, obj.kind);
+      if (!schema) {
+        throw new Error(
+          `strategicMergeFrom: ${obj.apiVersion} ${obj.kind} is not a built-in kind, and the API ` +
+            "server accepts strategic merge patches only for those; use mergeFrom",
+        );
+      }
+      const patch = createStrategicMergePatch(snapshot, obj, schema);
+      return options.optimisticLock
+        ? withResourceVersion(patch, snapshot.metadata?.resourceVersion)
+        : patch;
+    },
+  };
+}
+
+/**
+ * RFC 6902 JSON patch operations, sent as they are.
+ *
+ * @example
+ * ```ts
+ * import { jsonPatch } from "@rudder/operator";
+ *
+ * const patch = jsonPatch([
+ *   { op: "test", path: "/metadata/labels/tier", value: "web" },
+ *   { op: "replace", path: "/spec/replicas", value: 3 },
+ * ]);
+ * // await client.patch(deployment, patch);
+ * ```
+ */
+export function jsonPatch(operations: JsonPatchOperation[]): Patch<KubeObject> {
+  const body = jsonClone(operations);
+  return { type: "application/json-patch+json", data: () => body };
+}
+
+/** A patch of any type whose body is given as it is. */
+export function rawPatch(type: PatchType, body: unknown): Patch<KubeObject> {
+  return { type, data: () => body };
+}
+
+function unescapePointer(token: string): string {
+  return token.replace(/~1/g, "/").replace(/~0/g, "~");
+}
+
+function parsePointer(pointer: string): string[] {
+  if (pointer === "") return [];
+  if (!pointer.startsWith("/")) {
+    throw new Error(`JSON pointer ${JSON.stringify(pointer)} must start with /`);
+  }
+  return pointer.slice(1).split("/").map(unescapePointer);
+}
+
+function arrayIndex(array: unknown[], token: string, forInsert: boolean, pointer: string): number {
+  if (forInsert && token === "-") return array.length;
+  if (!/^(0|[1-9]\d*)$/.test(token)) throw new Error(`${pointer}: ${token} is not an array index`);
+  const index = Number(token);
+  if (index > array.length || (!forInsert && index === array.length)) {
+    throw new Error(`${pointer}: index ${index} is out of range`);
+  }
+  return index;
+}
+
+/** The container of the last token of `pointer`, and that token. */
+function parentOf(document: unknown, pointer: string): { parent: unknown; key: string } {
+  const tokens = parsePointer(pointer);
+  if (tokens.length === 0) throw new Error("the root cannot be the target of this operation");
+  let node = document;
+  for (const token of tokens.slice(0, -1)) {
+    if (Array.isArray(node)) node = node[arrayIndex(node, token, false, pointer)];
+    else if (isJsonObject(node) && token in node) node = node[token];
+    else throw new Error(`${pointer}: ${token} does not exist`);
+  }
+  return { parent: node, key: tokens[tokens.length - 1] };
+}
+
+function getPointer(document: unknown, pointer: string): unknown {
+  let node = document;
+  for (const token of parsePointer(pointer)) {
+    if (Array.isArray(node)) node = node[arrayIndex(node, token, false, pointer)];
+    else if (isJsonObject(node) && token in node) node = node[token];
+    else throw new Error(`${pointer} does not exist`);
+  }
+  return node;
+}
+
+function addAt(document: unknown, pointer: string, value: unknown): unknown {
+  if (pointer === "") return value;
+  const { parent, key } = parentOf(document, pointer);
+  if (Array.isArray(parent)) parent.splice(arrayIndex(parent, key, true, pointer), 0, value);
+  else if (isJsonObject(parent)) parent[key] = value;
+  else throw new Error(`${pointer}: the parent is not an object or array`);
+  return document;
+}
+
+function removeAt(document: unknown, pointer: string): unknown {
+  const { parent, key } = parentOf(document, pointer);
+  if (Array.isArray(parent)) {
+    const [removed] = parent.splice(arrayIndex(parent, key, false, pointer), 1);
+    return removed;
+  }
+  if (isJsonObject(parent) && key in parent) {
+    const removed = parent[key];
+    delete parent[key];
+    return removed;
+  }
+  throw new Error(`${pointer} does not exist`);
+}
+
+/** Applies RFC 6902 operations to a copy of `document`; a failing operation throws. */
+export function applyJsonPatch(
+  document: unknown,
+  operations: readonly JsonPatchOperation[],
+): unknown {
+  let result = jsonClone(document);
+  operations.forEach((operation, index) => {
+    try {
+      switch (operation.op) {
+        case "add":
+          result = addAt(result, operation.path, jsonClone(operation.value));
+          break;
+        case "remove":
+          removeAt(result, operation.path);
+          break;
+        case "replace":
+          if (operation.path === "") result = jsonClone(operation.value);
+          else {
+            removeAt(result, operation.path);
+            result = addAt(result, operation.path, jsonClone(operation.value));
+          }
+          break;
+        case "move": {
+          const value = removeAt(result, operation.from);
+          result = addAt(result, operation.path, value);
+          break;
+        }
+        case "copy":
+          result = addAt(result, operation.path, jsonClone(getPointer(result, operation.from)));
+          break;
+        case "test":
+          if (!jsonEqual(getPointer(result, operation.path), operation.value)) {
+            throw new Error(
+              `test failed: ${operation.path} is not ${JSON.stringify(operation.value)}`,
+            );
+          }
+          break;
+        default:
+          throw new Error(`unknown op ${JSON.stringify((operation as { op: unknown }).op)}`);
+      }
+    } catch (err) {
+      throw new Error(`JSON patch operation ${index} (${operation.op}): ${(err as Error).message}`);
+    }
+  });
+  return result;
+}
