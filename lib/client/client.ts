@@ -80,8 +80,12 @@ export interface Reader {
 
 /** Writes objects. Each write resolves to the object as the API server stored it. */
 export interface Writer {
-  /** Creates `obj`; rejects with AlreadyExists when its name is taken. */
-  create<T extends KubeObject>(obj: T, options?: CreateOptions): Promise<T>;
+  /**
+   * Creates `obj`; rejects with AlreadyExists when its name is taken. The result has the type
+   * of `obj` widened to a {@linkcode KubeObject}, so server-set metadata is typed even when
+   * `obj` is a literal.
+   */
+  create<T extends KubeObject>(obj: T, options?: CreateOptions): Promise<T & KubeObject>;
   /** Replaces `obj`; rejects with Conflict when its resourceVersion is stale. */
   update<T extends KubeObject>(obj: T, options?: UpdateOptions): Promise<T>;
   /** Patches `obj` with the body `patch` computes for it. */
