@@ -88,8 +88,8 @@ export interface Writer {
   create<T extends KubeObject>(obj: T, options?: CreateOptions): Promise<T & KubeObject>;
   /** Replaces `obj`; rejects with Conflict when its resourceVersion is stale. */
   update<T extends KubeObject>(obj: T, options?: UpdateOptions): Promise<T>;
-  /** Patches `obj` with the body `patch` computes for it. */
-  patch<T extends KubeObject>(obj: T, patch: Patch<T>, options?: PatchOptions): Promise<T>;
+  /** Patches `obj` with the body `patch` computes for it; the result has the type of `obj`. */
+  patch<T extends KubeObject>(obj: T, patch: Patch<NoInfer<T>>, options?: PatchOptions): Promise<T>;
   /** Server-side apply: `obj` holds the fields the field manager wants to own. */
   apply<T extends KubeObject>(obj: T, options: ApplyOptions): Promise<T>;
   /** Deletes `obj` (only its kind, namespace and name matter). */

@@ -138,10 +138,15 @@ export function formatLabelSelector(selector: LabelSelectorInput): string {
   return parts.join(",");
 }
 
-/** Turns `{ field: value }` pairs into the API's field selector string. */
+/**
+ * Turns `{ field: value }` pairs into the API's field selector string, escaping `\`, `,` and
+ * `=` in values as apimachinery's `fields.EscapeValue` does.
+ */
 export function formatFieldSelector(selector: FieldSelectorInput): string {
   if (typeof selector === "string") return selector;
-  return Object.entries(selector).map(([field, value]) => `${field}=${value}`).join(",");
+  return Object.entries(selector)
+    .map(([field, value]) => `${field}=${value.replace(/[\\,=]/g, (c) => `\\${c}`)}`)
+    .join(",");
 }
 
 /** Query parameters of a list. */

@@ -169,13 +169,18 @@ export function strategicMergeFrom<T extends KubeObject>(
  * // await client.patch(deployment, patch);
  * ```
  */
-export function jsonPatch(operations: JsonPatchOperation[]): Patch<KubeObject> {
+export function jsonPatch<T extends KubeObject = KubeObject>(
+  operations: JsonPatchOperation[],
+): Patch<T> {
   const body = jsonClone(operations);
   return { type: "application/json-patch+json", data: () => body };
 }
 
 /** A patch of any type whose body is given as it is. */
-export function rawPatch(type: PatchType, body: unknown): Patch<KubeObject> {
+export function rawPatch<T extends KubeObject = KubeObject>(
+  type: PatchType,
+  body: unknown,
+): Patch<T> {
   return { type, data: () => body };
 }
 
@@ -247,7 +252,16 @@ function removeAt(document: unknown, pointer: string): unknown {
   throw new Error(`${pointer} does not exist`);
 }
 
-/** Applies RFC 6902 operations to a copy of `document`; a failing operation throws. */
+/** True when `pointer` names a member that its (existing) parent object does not have. */
+function isMissingMember(document: unknown, pointer: string): boolean {
+  const { parent, key } = parentOf(document, pointer);
+  return isJsonObject(parent) && !(key in parent);
+}
+
+/**
+ * Applies RFC 6902 operations to a copy of `document`, as kube-apiserver does; a failing
+ * operation throws.
+ */
 export function applyJsonPatch(
   document: unknown,
   operations: readonly JsonPatchOperation[],
@@ -264,7 +278,11 @@ export function applyJsonPatch(
           break;
         case "replace":
           if (operation.path === "") result = jsonClone(operation.value);
-          else {
+          else if (isMissingMember(result, operation.path)) {
+            // kube-apiserver's JSON patch library (evanphx/json-patch v4) replaces a missing
+            // member of an existing object by adding it; the fake must answer the same.
+            result = addAt(result, operation.path, jsonClone(operation.value));
+          } else {
             removeAt(result, operation.path);
             result = addAt(result, operation.path, jsonClone(operation.value));
           }

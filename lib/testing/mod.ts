@@ -1,7 +1,8 @@
 /**
  * Testing support for operators built with Rudder: {@linkcode Environment}, a real local
  * control plane (etcd + kube-apiserver) for integration tests, the counterpart of
- * controller-runtime's envtest.
+ * controller-runtime's envtest, and {@linkcode FakeClient}, an in-memory client for unit tests
+ * whose behaviour is checked against the real API server by a shared contract suite.
  *
  * @example
  * ```ts ignore
@@ -31,6 +32,12 @@ export {
   ENVTEST_KUBERNETES_VERSION,
   findControlPlaneBinaries,
 } from "./assets.ts";
+export {
+  FakeClient,
+  type FakeClientInterceptors,
+  type FakeClientOptions,
+  type SelectableFields,
+} from "./fake_client.ts";
 export {
   type CertificateAuthority,
   type CertificatePair,

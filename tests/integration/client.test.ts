@@ -108,7 +108,9 @@ describe("client against the API server", () => {
     });
     records.length = 0;
     await client.create(body, { fieldValidation: "Warn" });
-    const warning = records.find((r) => r.level === "warning" && /bogus/.test(String(r.properties.warning)));
+    const warning = records.find((r) =>
+      r.level === "warning" && /bogus/.test(String(r.properties.warning))
+    );
     assert.ok(warning, "the API server's Warning header reached the logger");
   });
 
