@@ -178,25 +178,12 @@ async function* decode<T>(
   const source = openSource(body);
   let ended = false;
   let failure: unknown;
-  // A read can hang for minutes on a quiet watch; racing it is the only way to stop promptly.
-  let aborted: Promise<never> | undefined;
-  let removeAbortListener = () => {};
-  if (signal) {
-    aborted = new Promise<never>((_, reject) => {
-      const onAbort = () => reject(signal.reason);
-      signal.addEventListener("abort", onAbort, { once: true });
-      removeAbortListener = () => signal.removeEventListener("abort", onAbort);
-    });
-    aborted.catch(ignore);
-  }
-
   const buffer = new LineBuffer();
   let lineNumber = 0;
   try {
     signal?.throwIfAborted();
     while (true) {
-      const read = source.next();
-      const result = aborted ? await Promise.race([read, aborted]) : await read;
+      const result = await abortable(source.next(), signal);
       if (result.done) {
         ended = true;
         break;
@@ -248,9 +235,33 @@ async function* decode<T>(
     failure = err;
     throw err;
   } finally {
-    removeAbortListener();
     source.close(ended ? undefined : { reason: failure });
   }
+}
+
+/**
+ * Resolves like `read`, or rejects with the signal's reason as soon as it aborts: a read can
+ * hang for minutes on a quiet watch. Each read gets its own listener, removed when it settles;
+ * racing every read against one long-lived promise instead would pile a reaction per read on
+ * that promise, each holding its chunk, for the watch's whole life.
+ */
+function abortable<R>(read: Promise<R>, signal: AbortSignal | undefined): Promise<R> {
+  if (!signal) return read;
+  return new Promise<R>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    if (signal.aborted) return onAbort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    read.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (err) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(err);
+      },
+    );
+  });
 }
 
 /** Parses one line; `undefined` for a blank line. */
