@@ -160,6 +160,54 @@ export {
 export { dryRunClient, namespacedClient, withFieldOwner } from "./lib/client/wrappers.ts";
 
 export {
+  ALL_NAMESPACES,
+  type ByObject,
+  Cache,
+  type CacheGetOptions,
+  type CacheListOptions,
+  type CacheOptions,
+  type NamespaceConfig,
+  newCache,
+  type NewCacheOptions,
+  type SharedInformer,
+} from "./lib/cache/cache.ts";
+
+export {
+  type EventHandler,
+  type HandlerRegistration,
+  Informer,
+  type InformerHealth,
+  type InformerOptions,
+  type InformerState,
+} from "./lib/cache/informer.ts";
+
+export {
+  deepFreeze,
+  type DeepReadonly,
+  type IndexFunc,
+  objectKey,
+  type ObjectRef,
+  type ObjectWithMetadata,
+  type ReplaceResult,
+  Store,
+  type StoreListOptions,
+  type StoreOptions,
+  stripManagedFields,
+} from "./lib/cache/store.ts";
+
+export {
+  type FieldRequirement,
+  type FieldSelector,
+  type FieldSelectorOperator,
+  type LabelRequirement,
+  type LabelSelector as LabelSelectorMatcher,
+  type LabelSelectorOperator,
+  parseFieldSelector,
+  parseLabelSelector,
+  SelectorError,
+} from "./lib/cache/selector.ts";
+
+export {
   type AuthProvider,
   type Credentials,
   DEFAULT_SERVICE_ACCOUNT_DIR,

@@ -7,6 +7,7 @@
  */
 
 import type { ObjectMeta } from "./generated/meta_v1.ts";
+import type { DeepReadonly } from "../cache/store.ts";
 
 /** Whether objects of a kind live in a namespace or in the whole cluster. */
 export type Scope = "Namespaced" | "Cluster";
@@ -17,8 +18,11 @@ export interface KubeObject {
   apiVersion: string;
   /** The kind, e.g. `ConfigMap`. */
   kind: string;
-  /** Standard object metadata. */
-  metadata?: ObjectMeta;
+  /**
+   * Standard object metadata. Read-only here so that frozen objects from the cache are
+   * KubeObjects too; a mutable `ObjectMeta` fits as well.
+   */
+  metadata?: DeepReadonly<ObjectMeta>;
 }
 
 /** An object of any kind, with its fields untyped: the counterpart of Go's `Unstructured`. */

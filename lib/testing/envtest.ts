@@ -349,6 +349,9 @@ export class Environment {
   #etcd: ControlPlaneProcess | undefined;
   #apiServer: ControlPlaneProcess | undefined;
   #watchdog: ChildProcess | undefined;
+  #apiServerLaunch:
+    | { binary: string; dir: string; etcdURL: string; certs: GeneratedCertificates }
+    | undefined;
   #starting: Promise<KubeConfig> | undefined;
   #stopping: Promise<void> | undefined;
 
@@ -484,7 +487,7 @@ export class Environment {
   }
 
   async #startEtcd(binary: string, dir: string, deadline: number): Promise<string> {
-    const port = await this.#launch("etcd", binary, dir, deadline, (port) => {
+    const port = await this.#launch("etcd", binary, dir, deadline, undefined, (port) => {
       const url = `http://127.0.0.1:${port}`;
       return {
         args: flagArgs({
@@ -512,7 +515,9 @@ export class Environment {
     etcdURL: string,
     certs: GeneratedCertificates,
     deadline: number,
+    fixedPort?: number,
   ): Promise<KubeConfig> {
+    this.#apiServerLaunch = { binary, dir, etcdURL, certs };
     const configFor = (port: number): KubeConfig => ({
       server: `https://127.0.0.1:${port}`,
       namespace: "default",
@@ -521,8 +526,8 @@ export class Environment {
       contextName: "envtest",
       source: `envtest ${dir}`,
     });
-    const port = await this.#launch("kube-apiserver", binary, dir, deadline, (port) => {
-      const rest = new RestClient(configFor(port), { timeout: 2000 });
+    const port = await this.#launch("kube-apiserver", binary, dir, deadline, fixedPort, (port) => {
+      const rest = new RestClient(configFor(port), { timeout: 2000, maxRetries: 0 });
       return {
         args: flagArgs({
           "--bind-address": "127.0.0.1",
@@ -560,6 +565,7 @@ export class Environment {
     binary: string,
     dir: string,
     deadline: number,
+    fixedPort: number | undefined,
     launchOn: (port: number) => {
       args: string[];
       probe: () => Promise<boolean>;
@@ -569,7 +575,7 @@ export class Environment {
     const attach = this.#options.attachControlPlaneOutput ?? false;
     const stopTimeout = this.#options.controlPlaneStopTimeout ?? DEFAULT_STOP_TIMEOUT_MS;
     for (let attempt = 1;; attempt++) {
-      const port = await freePort();
+      const port = fixedPort ?? await freePort();
       const { args, probe, close } = launchOn(port);
       const proc = new ControlPlaneProcess(name, binary, args, join(dir, `${name}.log`), attach);
       if (name === "etcd") this.#etcd = proc;
@@ -580,7 +586,10 @@ export class Environment {
       } finally {
         close?.();
       }
-      if (attempt < PORT_ATTEMPTS && proc.tail().includes("address already in use")) {
+      if (
+        fixedPort === undefined && attempt < PORT_ATTEMPTS &&
+        proc.tail().includes("address already in use")
+      ) {
         await proc.stop(stopTimeout);
         continue;
       }
@@ -636,6 +645,34 @@ export class Environment {
       }],
       "current-context": "envtest",
     });
+  }
+
+  /**
+   * Stops kube-apiserver and leaves etcd, with all objects, running. With
+   * {@linkcode Environment.startAPIServer} it tests how clients and informers live through an
+   * API server restart.
+   */
+  async stopAPIServer(): Promise<void> {
+    if (!this.#config) throw new Error("Environment is not started: call start() first");
+    await this.#apiServer?.stop(this.#options.controlPlaneStopTimeout ?? DEFAULT_STOP_TIMEOUT_MS);
+  }
+
+  /** Starts kube-apiserver again after {@linkcode Environment.stopAPIServer}, on the same port. */
+  async startAPIServer(): Promise<void> {
+    const launch = this.#apiServerLaunch;
+    if (!this.#config || !launch) throw new Error("Environment is not started: call start() first");
+    if (this.#apiServer && !this.#apiServer.exit) return;
+    const port = Number(new URL(this.#config.server).port);
+    const deadline = Date.now() +
+      (this.#options.controlPlaneStartTimeout ?? DEFAULT_START_TIMEOUT_MS);
+    await this.#startAPIServer(
+      launch.binary,
+      launch.dir,
+      launch.etcdURL,
+      launch.certs,
+      deadline,
+      port,
+    );
   }
 
   /**

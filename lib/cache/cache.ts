@@ -1,0 +1,597 @@
+/**
+ * The cache: one informer per kind (and per namespace when scoped), created on first use and
+ * shared by every reader and controller, with reads served from memory — frozen objects, no
+ * copies. The counterpart of controller-runtime's `cache.Cache`.
+ *
+ * It also keeps the writes this process made visible to its own reads before the watch brings
+ * them back ("read your own writes", see {@linkcode Cache.observeWrite}).
+ *
+ * @module
+ */
+
+import { getLogger } from "@logtape/logtape";
+import { RESTMapper } from "../api/discovery.ts";
+import {
+  type GroupVersionKind,
+  gvkKey,
+  isResourceType,
+  type KubeObject,
+  type ResourceType,
+  type Unstructured,
+} from "../api/resource.ts";
+import type { ObjectKey, ObjectList, ResourceRef } from "../client/client.ts";
+import {
+  type FieldSelectorInput,
+  formatFieldSelector,
+  formatLabelSelector,
+  type LabelSelectorInput,
+  type ListOptions,
+} from "../client/options.ts";
+import type { KubeConfig } from "../kube/config.ts";
+import { ApiError } from "../kube/errors.ts";
+import { RestClient, type RestClientOptions } from "../kube/rest.ts";
+import {
+  type EventHandler,
+  type HandlerRegistration,
+  Informer,
+  type InformerHealth,
+  type InformerOptions,
+} from "./informer.ts";
+import { parseFieldSelector, parseLabelSelector } from "./selector.ts";
+import { type DeepReadonly, type IndexFunc, objectKey } from "./store.ts";
+
+const logger = getLogger(["rudder", "cache"]);
+
+/** Key of `defaultNamespaces` and `byObject.namespaces` that means every namespace. */
+export const ALL_NAMESPACES = "";
+
+/** What to cache in one namespace. */
+export interface NamespaceConfig<T extends KubeObject = KubeObject> {
+  /** Only objects whose labels match. */
+  labelSelector?: LabelSelectorInput;
+  /** Only objects whose fields match (evaluated by the API server). */
+  fieldSelector?: FieldSelectorInput;
+  /** Changes each object before it is stored, e.g. to drop large fields. */
+  transform?: (obj: T) => T;
+}
+
+/** How one kind is cached, overriding the defaults. */
+export interface ByObject<T extends KubeObject = KubeObject> extends NamespaceConfig<T> {
+  /** The kind. */
+  type: ResourceType<T>;
+  /** Namespaces to cache this kind in, each with its own selectors; overrides `defaultNamespaces`. */
+  namespaces?: Record<string, NamespaceConfig<T>>;
+  /** Cache only metadata (PartialObjectMetadata), e.g. for Secrets. */
+  metadataOnly?: boolean;
+}
+
+/** Options of {@linkcode newCache}, named as in controller-runtime's `cache.Options`. */
+export interface CacheOptions {
+  /**
+   * Namespaces to cache namespaced kinds in, each with its own selectors and transform; the
+   * key `""` means all namespaces. Default: all namespaces.
+   */
+  defaultNamespaces?: Record<string, NamespaceConfig>;
+  /** Per-kind settings. */
+  byObject?: ByObject[];
+  /** Label selector for every kind without its own. */
+  defaultLabelSelector?: LabelSelectorInput;
+  /** Field selector for every kind without its own. */
+  defaultFieldSelector?: FieldSelectorInput;
+  /**
+   * Transform for every kind without its own. Default: drop `metadata.managedFields`;
+   * `false` keeps objects as the server sends them.
+   */
+  defaultTransform?: ((obj: KubeObject) => KubeObject) | false;
+  /** Milliseconds between resyncs (every object re-delivered as an update); default 10 h. */
+  syncPeriod?: number;
+  /** Reads of a kind without an informer fail instead of creating one; default false. */
+  readerFailOnMissingInformer?: boolean;
+  /** The REST client to use; default one made from the configuration. */
+  rest?: RestClient;
+  /** The mapper for kinds given by `apiVersion` and `kind`; default one over `rest`. */
+  mapper?: RESTMapper;
+  /** Tuning passed to every informer (watch timeouts, idle deadline, backoff, paging). */
+  informer?: Pick<
+    InformerOptions<KubeObject>,
+    "watchTimeoutSeconds" | "idleTimeout" | "backoff" | "pageSize" | "streamingList"
+  >;
+}
+
+/** Options of {@linkcode Cache.get}. */
+export interface CacheGetOptions {
+  /** Give up waiting for the informer to sync when this aborts. */
+  signal?: AbortSignal;
+}
+
+/** Options of {@linkcode Cache.list}: a list's selectors, plus any index to look up. */
+export interface CacheListOptions
+  extends Pick<ListOptions, "namespace" | "labelSelector" | "fieldSelector" | "limit" | "signal"> {}
+
+/** A kind's informers (one per namespace), seen as one. */
+export interface SharedInformer<T extends KubeObject> {
+  /** The kind. */
+  readonly type: ResourceType<T>;
+  /** Adds a handler to every namespace's informer. */
+  addEventHandler(handler: EventHandler<T>): HandlerRegistration;
+  /** True once every namespace's informer has listed. */
+  hasSynced(): boolean;
+  /** Health of each namespace's informer. */
+  health(): InformerHealth[];
+}
+
+interface Scope {
+  namespace: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  transform?: ((obj: KubeObject) => KubeObject) | false;
+  metadataOnly: boolean;
+}
+
+/** One kind's informers and indexes. */
+interface KindEntry {
+  type: ResourceType<KubeObject>;
+  informers: Map<string, Informer<KubeObject>>;
+  scopes: Map<string, Scope>;
+  indexers: Map<string, IndexFunc<KubeObject>>;
+  /** Objects this process wrote, newer than the store, by object key ("read your own writes"). */
+  overlay: Map<string, { obj: DeepReadonly<KubeObject> | null; rv: number; scope: string }>;
+  shared: SharedInformer<KubeObject>;
+}
+
+function resourceVersionNumber(obj: { metadata?: { resourceVersion?: string } } | undefined) {
+  const rv = obj?.metadata?.resourceVersion;
+  if (!rv || !/^\d+$/.test(rv)) return undefined;
+  return Number(rv);
+}
+
+function notFound(type: ResourceType<KubeObject>, name: string): ApiError {
+  return new ApiError({
+    kind: "Status",
+    apiVersion: "v1",
+    status: "Failure",
+    code: 404,
+    reason: "NotFound",
+    message: `${type.plural}${type.group ? `.${type.group}` : ""} "${name}" not found`,
+    details: { name, group: type.group, kind: type.plural },
+  });
+}
+
+/**
+ * Reads served from informers. Create it with {@linkcode newCache}.
+ */
+export class Cache {
+  readonly #rest: RestClient;
+  readonly #mapper: RESTMapper;
+  readonly #options: CacheOptions;
+  readonly #kinds = new Map<string, KindEntry>();
+  #signal: AbortSignal | undefined;
+  #runs: Promise<void>[] = [];
+
+  /** Use {@linkcode newCache}. */
+  constructor(rest: RestClient, mapper: RESTMapper, options: CacheOptions) {
+    this.#rest = rest;
+    this.#mapper = mapper;
+    this.#options = options;
+  }
+
+  /**
+   * Starts every informer made so far, and every one made later, until `signal` aborts;
+   * resolves when all of them have stopped. Reads before `start` fail.
+   */
+  async start(signal: AbortSignal): Promise<void> {
+    if (this.#signal) throw new Error("the cache is already started");
+    this.#signal = signal;
+    for (const entry of this.#kinds.values()) {
+      for (const informer of entry.informers.values()) this.#run(informer);
+    }
+    await new Promise<void>((resolve) => {
+      if (signal.aborted) resolve();
+      else signal.addEventListener("abort", () => resolve(), { once: true });
+    });
+    // Informers added while waiting are in #runs too.
+    while (this.#runs.length > 0) await Promise.all(this.#runs.splice(0));
+  }
+
+  #run(informer: Informer<KubeObject>): void {
+    this.#runs.push(informer.run(this.#signal!));
+  }
+
+  /**
+   * Resolves true once every informer made so far has listed; false when `signal` aborts
+   * first or the cache stops.
+   */
+  async waitForCacheSync(signal?: AbortSignal): Promise<boolean> {
+    const signals = [signal, this.#signal].filter((s): s is AbortSignal => s !== undefined);
+    const stop = signals.length > 0 ? AbortSignal.any(signals) : undefined;
+    try {
+      for (const entry of this.#kinds.values()) {
+        for (const informer of entry.informers.values()) await informer.waitForSync(stop);
+      }
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** The kinds and namespaces whose informers have not listed yet, for error messages. */
+  unsynced(): string[] {
+    const names: string[] = [];
+    for (const entry of this.#kinds.values()) {
+      for (const informer of entry.informers.values()) {
+        if (!informer.hasSynced()) names.push(informer.health().description);
+      }
+    }
+    return names;
+  }
+
+  /** The health of every informer, for readiness checks. */
+  health(): InformerHealth[] {
+    return [...this.#kinds.values()].flatMap((entry) =>
+      [...entry.informers.values()].map((informer) => informer.health())
+    );
+  }
+
+  async #resolve(ref: ResourceRef<KubeObject>): Promise<ResourceType<KubeObject>> {
+    return isResourceType(ref) ? ref : await this.#mapper.resourceTypeFor(ref);
+  }
+
+  /** The scopes (namespaces with their selectors) a kind is cached in. */
+  #scopes(type: ResourceType<KubeObject>): Map<string, Scope> {
+    const byObject = this.#options.byObject?.find((b) => gvkKey(b.type) === gvkKey(type));
+    const defaultTransform = this.#options.defaultTransform;
+    const base = {
+      labelSelector: byObject?.labelSelector ?? this.#options.defaultLabelSelector,
+      fieldSelector: byObject?.fieldSelector ?? this.#options.defaultFieldSelector,
+      transform: (byObject?.transform ?? defaultTransform) as Scope["transform"],
+      metadataOnly: byObject?.metadataOnly ?? false,
+    };
+    const namespaces: Record<string, NamespaceConfig> = type.scope === "Cluster"
+      ? { [ALL_NAMESPACES]: {} }
+      : byObject?.namespaces ?? this.#options.defaultNamespaces ?? { [ALL_NAMESPACES]: {} };
+    const scopes = new Map<string, Scope>();
+    for (const [namespace, config] of Object.entries(namespaces)) {
+      const labelSelector = config.labelSelector ?? base.labelSelector;
+      const fieldSelector = config.fieldSelector ?? base.fieldSelector;
+      scopes.set(namespace, {
+        namespace,
+        labelSelector: labelSelector === undefined ? undefined : formatLabelSelector(labelSelector),
+        fieldSelector: fieldSelector === undefined ? undefined : formatFieldSelector(fieldSelector),
+        transform: (config.transform as Scope["transform"]) ?? base.transform,
+        metadataOnly: base.metadataOnly,
+      });
+    }
+    return scopes;
+  }
+
+  #entry(type: ResourceType<KubeObject>, create: boolean): KindEntry | undefined {
+    const key = gvkKey(type);
+    const existing = this.#kinds.get(key);
+    if (existing || !create) return existing;
+    const scopes = this.#scopes(type);
+    const entry: KindEntry = {
+      type,
+      informers: new Map(),
+      scopes,
+      indexers: new Map(),
+      overlay: new Map(),
+      shared: undefined as unknown as SharedInformer<KubeObject>,
+    };
+    for (const scope of scopes.values()) {
+      const informer = new Informer<KubeObject>(this.#rest, type, {
+        ...this.#options.informer,
+        namespace: scope.namespace || undefined,
+        labelSelector: scope.labelSelector,
+        fieldSelector: scope.fieldSelector,
+        transform: scope.transform,
+        metadataOnly: scope.metadataOnly,
+        resyncPeriod: this.#options.syncPeriod,
+        onChange: (key, rv) => this.#caughtUp(entry, key, rv),
+        onReplace: (rv) => this.#caughtUpAll(entry, scope.namespace, rv),
+      });
+      entry.informers.set(scope.namespace, informer);
+      if (this.#signal) this.#run(informer);
+    }
+    entry.shared = {
+      type,
+      addEventHandler: (handler) => {
+        const registrations = [...entry.informers.values()].map((i) => i.addEventHandler(handler));
+        return {
+          remove: () => registrations.forEach((r) => r.remove()),
+          hasSynced: () => registrations.every((r) => r.hasSynced()),
+        };
+      },
+      hasSynced: () => [...entry.informers.values()].every((i) => i.hasSynced()),
+      health: () => [...entry.informers.values()].map((i) => i.health()),
+    };
+    this.#kinds.set(key, entry);
+    logger.debug("Created informers for {kind} in {namespaces}", {
+      kind: type.kind,
+      namespaces: [...scopes.keys()].map((ns) => ns || "(all)").join(", "),
+    });
+    return entry;
+  }
+
+  /**
+   * The informers of a kind, created (and started, when the cache runs) on first use.
+   *
+   * @example
+   * ```ts
+   * import { ConfigMap, type Cache } from "@rudder/operator";
+   *
+   * declare const cache: Cache;
+   * const informer = await cache.getInformer(ConfigMap);
+   * informer.addEventHandler({ onUpdate: (old, cm) => console.log("changed", cm.metadata?.name) });
+   * ```
+   */
+  getInformer<T extends KubeObject>(type: ResourceType<T>): Promise<SharedInformer<T>>;
+  /** The informers of a kind resolved by discovery. */
+  getInformer(type: GroupVersionKind): Promise<SharedInformer<Unstructured>>;
+  async getInformer(ref: ResourceRef<KubeObject>): Promise<SharedInformer<KubeObject>> {
+    const type = await this.#resolve(ref);
+    return this.#entry(type, true)!.shared;
+  }
+
+  /**
+   * Adds an index on a field for every informer of `type`, so `list` can select by it with a
+   * field selector, like controller-runtime's `IndexField`. `extract` returns the values of the
+   * field for an object.
+   *
+   * @example
+   * ```ts
+   * import { Pod, type Cache } from "@rudder/operator";
+   *
+   * declare const cache: Cache;
+   * cache.indexField(Pod, "spec.nodeName", (pod) => pod.spec?.nodeName ? [pod.spec.nodeName] : []);
+   * const onNode = await cache.list(Pod, { fieldSelector: { "spec.nodeName": "node-1" } });
+   * ```
+   */
+  indexField<T extends KubeObject>(
+    type: ResourceType<T>,
+    field: string,
+    extract: (obj: DeepReadonly<T>) => string[],
+  ): void {
+    const entry = this.#entry(type as ResourceType<KubeObject>, true)!;
+    const name = `field:${field}`;
+    if (entry.indexers.has(name)) throw new Error(`${type.kind} already has an index on ${field}`);
+    const indexer = extract as IndexFunc<KubeObject>;
+    entry.indexers.set(name, indexer);
+    for (const informer of entry.informers.values()) informer.store.addIndexer(name, indexer);
+  }
+
+  async #readyEntry(
+    type: ResourceType<KubeObject>,
+    signal: AbortSignal | undefined,
+  ): Promise<KindEntry> {
+    if (!this.#signal) {
+      throw new Error(`the cache is not started, cannot read ${type.kind} objects`);
+    }
+    const existing = this.#entry(type, false);
+    if (!existing && this.#options.readerFailOnMissingInformer) {
+      throw new Error(
+        `the cache has no informer for ${type.kind} and readerFailOnMissingInformer is set; ` +
+          "call getInformer first",
+      );
+    }
+    const entry = existing ?? this.#entry(type, true)!;
+    const stop = signal ? AbortSignal.any([signal, this.#signal]) : this.#signal;
+    for (const informer of entry.informers.values()) await informer.waitForSync(stop);
+    return entry;
+  }
+
+  #informerFor(
+    entry: KindEntry,
+    namespace: string | undefined,
+    what: string,
+  ): Informer<KubeObject> {
+    if (entry.type.scope === "Cluster") return entry.informers.get(ALL_NAMESPACES)!;
+    const informer = entry.informers.get(namespace ?? "") ?? entry.informers.get(ALL_NAMESPACES);
+    if (!informer) {
+      throw new Error(
+        `unable to read ${what}: namespace ${namespace || "(none)"} is not cached (the cache ` +
+          `holds ${[...entry.informers.keys()].join(", ")})`,
+      );
+    }
+    return informer;
+  }
+
+  /**
+   * Reads one object from memory: the frozen stored object itself, never a copy. Clone it
+   * before changing it. Rejects with a NotFound {@linkcode ApiError} when it is not cached.
+   */
+  get<T extends KubeObject>(
+    type: ResourceType<T>,
+    key: ObjectKey,
+    options?: CacheGetOptions,
+  ): Promise<DeepReadonly<T>>;
+  /** Reads one object of a kind resolved by discovery. */
+  get(
+    type: GroupVersionKind,
+    key: ObjectKey,
+    options?: CacheGetOptions,
+  ): Promise<DeepReadonly<Unstructured>>;
+  async get(
+    ref: ResourceRef<KubeObject>,
+    key: ObjectKey,
+    options: CacheGetOptions = {},
+  ): Promise<unknown> {
+    const type = await this.#resolve(ref);
+    const entry = await this.#readyEntry(type, options.signal);
+    const namespace = type.scope === "Namespaced" ? key.namespace : undefined;
+    const informer = this.#informerFor(
+      entry,
+      namespace,
+      `${type.kind} ${key.namespace ?? ""}/${key.name}`,
+    );
+    const objKey = namespace ? `${namespace}/${key.name}` : key.name;
+    const stored = informer.store.get(objKey);
+    const own = entry.overlay.get(objKey);
+    if (own) {
+      const storedRv = resourceVersionNumber(stored as KubeObject | undefined);
+      if (storedRv === undefined || storedRv < own.rv) {
+        if (own.obj === null) throw notFound(type, key.name);
+        return own.obj;
+      }
+      entry.overlay.delete(objKey);
+    }
+    if (!stored) throw notFound(type, key.name);
+    return stored;
+  }
+
+  /**
+   * Lists objects from memory, frozen and uncopied. Label selectors are evaluated here; field
+   * selectors work on `metadata.name`, `metadata.namespace` and indexed fields.
+   */
+  list<T extends KubeObject>(
+    type: ResourceType<T>,
+    options?: CacheListOptions,
+  ): Promise<ObjectList<DeepReadonly<T>>>;
+  /** Lists objects of a kind resolved by discovery. */
+  list(
+    type: GroupVersionKind,
+    options?: CacheListOptions,
+  ): Promise<ObjectList<DeepReadonly<Unstructured>>>;
+  async list(ref: ResourceRef<KubeObject>, options: CacheListOptions = {}): Promise<unknown> {
+    const type = await this.#resolve(ref);
+    const entry = await this.#readyEntry(type, options.signal);
+    const namespace = type.scope === "Namespaced" ? options.namespace : undefined;
+    const informers = namespace === undefined
+      ? [...entry.informers.values()]
+      : [this.#informerFor(entry, namespace, `${type.kind} in ${namespace}`)];
+    const query = {
+      namespace,
+      labelSelector: options.labelSelector,
+      fieldSelector: options.fieldSelector,
+    };
+    let items = informers.flatMap((informer) => informer.store.list(query));
+    if (entry.overlay.size > 0) items = this.#withOverlay(entry, items, query);
+    if (options.limit !== undefined && options.limit > 0) items = items.slice(0, options.limit);
+    return {
+      apiVersion: type.apiVersion,
+      kind: type.listKind,
+      metadata: {},
+      items,
+    };
+  }
+
+  /** Applies this process's newer writes to a list result. */
+  #withOverlay(
+    entry: KindEntry,
+    items: DeepReadonly<KubeObject>[],
+    query: {
+      namespace?: string;
+      labelSelector?: LabelSelectorInput;
+      fieldSelector?: FieldSelectorInput;
+    },
+  ): DeepReadonly<KubeObject>[] {
+    const labels = query.labelSelector === undefined
+      ? undefined
+      : parseLabelSelector(query.labelSelector);
+    const fields = query.fieldSelector === undefined
+      ? undefined
+      : parseFieldSelector(query.fieldSelector);
+    const byKey = new Map(items.map((obj) => [objectKey(obj as KubeObject), obj]));
+    for (const [key, own] of entry.overlay) {
+      const stored = byKey.get(key) ??
+        this.#informerFor(entry, own.scope || undefined, key).store.get(key);
+      const storedRv = resourceVersionNumber(stored as KubeObject | undefined);
+      if (storedRv !== undefined && storedRv >= own.rv) {
+        entry.overlay.delete(key);
+        continue;
+      }
+      const obj = own.obj;
+      const matches = obj !== null &&
+        (query.namespace === undefined || obj.metadata?.namespace === query.namespace) &&
+        (labels === undefined ||
+          labels.matches(obj.metadata?.labels as Record<string, string> | undefined)) &&
+        (fields === undefined || fields.matches(obj));
+      if (matches) byKey.set(key, obj);
+      else byKey.delete(key);
+    }
+    return [...byKey.values()];
+  }
+
+  /**
+   * Read your own writes: makes an object this process just wrote (as the API server returned
+   * it) visible to `get` and `list` until the watch delivers that version or a newer one. An
+   * object that the cache's selectors for its namespace do not cover is not added; if it was
+   * cached, it reads as gone. Objects whose resourceVersion is not a number are ignored (the API
+   * server's always are).
+   */
+  observeWrite(obj: KubeObject): void {
+    this.#observe(obj, false);
+  }
+
+  /** Read your own writes for a delete: the object reads as gone until the watch catches up. */
+  observeDelete(obj: KubeObject): void {
+    this.#observe(obj, true);
+  }
+
+  #observe(obj: KubeObject, deleted: boolean): void {
+    const rv = resourceVersionNumber(obj);
+    const entry = this.#kinds.get(gvkKey(obj));
+    if (rv === undefined || !entry || !obj.metadata?.name) return;
+    const namespace = entry.type.scope === "Namespaced" ? obj.metadata.namespace ?? "" : "";
+    const scopeKey = entry.scopes.has(namespace) ? namespace : ALL_NAMESPACES;
+    const scope = entry.scopes.get(scopeKey);
+    const informer = entry.informers.get(scopeKey);
+    if (!scope || !informer) return;
+    const key = objectKey(obj);
+    const storedRv = resourceVersionNumber(informer.store.get(key) as KubeObject | undefined);
+    if (storedRv !== undefined && storedRv >= rv) return;
+    const inScope = !deleted &&
+      (scope.labelSelector === undefined ||
+        parseLabelSelector(scope.labelSelector).matches(obj.metadata.labels)) &&
+      (scope.fieldSelector === undefined || parseFieldSelector(scope.fieldSelector).matches(obj));
+    entry.overlay.set(key, {
+      obj: inScope ? informer.store.prepare(obj) : null,
+      rv,
+      scope: scopeKey,
+    });
+  }
+
+  #caughtUp(entry: KindEntry, key: string, resourceVersion: string | undefined): void {
+    const own = entry.overlay.get(key);
+    if (!own) return;
+    const rv = resourceVersion && /^\d+$/.test(resourceVersion)
+      ? Number(resourceVersion)
+      : undefined;
+    if (rv !== undefined && rv >= own.rv) entry.overlay.delete(key);
+  }
+
+  #caughtUpAll(entry: KindEntry, namespace: string, resourceVersion: string | undefined): void {
+    const rv = resourceVersion && /^\d+$/.test(resourceVersion)
+      ? Number(resourceVersion)
+      : undefined;
+    if (rv === undefined) return;
+    for (const [key, own] of entry.overlay) {
+      if (own.scope === namespace && rv >= own.rv) entry.overlay.delete(key);
+    }
+  }
+}
+
+/** Options of {@linkcode newCache} when a REST client is made for it. */
+export type NewCacheOptions = CacheOptions & RestClientOptions;
+
+/**
+ * Creates a cache, like controller-runtime's `cache.New`. Start it with `cache.start(signal)`;
+ * reads block until their kind's informers have listed.
+ *
+ * @example
+ * ```ts
+ * import { ConfigMap, loadConfig, newCache } from "@rudder/operator";
+ *
+ * const cache = newCache(await loadConfig(), {
+ *   defaultNamespaces: { default: { labelSelector: "app=web" } },
+ * });
+ * const stop = new AbortController();
+ * cache.start(stop.signal);
+ * const settings = await cache.get(ConfigMap, { namespace: "default", name: "settings" });
+ * console.log(Object.isFrozen(settings)); // true: the cached object itself
+ * stop.abort();
+ * ```
+ */
+export function newCache(config: KubeConfig, options: NewCacheOptions = {}): Cache {
+  const rest = options.rest ?? new RestClient(config, options);
+  return new Cache(rest, options.mapper ?? new RESTMapper(rest), options);
+}

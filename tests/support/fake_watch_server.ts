@@ -1,0 +1,240 @@
+// A small HTTP server that speaks just enough of the Kubernetes list/watch protocol for one
+// collection of ConfigMaps, with hooks to misbehave: refuse streaming lists, send malformed
+// lines, go silent, expire resourceVersions. The informer's unit tests use it for the failures
+// a real API server cannot be made to produce on demand; everything else is tested against
+// the real one.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { KubeConfig } from "../../lib/kube/config.ts";
+
+export interface FakeObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace: string; resourceVersion?: string; [key: string]: unknown };
+  data?: Record<string, string>;
+}
+
+interface HistoryEntry {
+  rv: number;
+  type: "ADDED" | "MODIFIED" | "DELETED";
+  object: FakeObject;
+}
+
+interface OpenWatch {
+  response: ServerResponse;
+  /** Events newer than this are sent. */
+  sentUpTo: number;
+}
+
+export const NAMESPACE = "ns";
+export const COLLECTION = `/api/v1/namespaces/${NAMESPACE}/configmaps`;
+
+export class FakeWatchServer {
+  readonly objects = new Map<string, FakeObject>();
+  readonly history: HistoryEntry[] = [];
+  readonly requests: { method: string; url: URL; accept?: string }[] = [];
+  readonly #watches = new Set<OpenWatch>();
+  #server: Server | undefined;
+  #rv = 100;
+  /** Watches from a resourceVersion older than this get a 410 ERROR event. */
+  compactedBelow = 0;
+  /** Answer `sendInitialEvents` with 400, as a server without WatchList does. */
+  refuseStreamingList = false;
+  /** Raw lines sent at the start of the next watch (after the initial events, if any). */
+  injectLines: string[] = [];
+  /** The next watch sends nothing at all and never ends. */
+  stallNextWatch = false;
+  /** Status codes to answer the next requests with (then normal service resumes). */
+  failNext: { code: number; retryAfter?: number }[] = [];
+  base = "";
+
+  async start(): Promise<void> {
+    this.#server = createServer((req, res) => this.#handle(req, res));
+    await new Promise<void>((resolve) => this.#server!.listen(0, "127.0.0.1", resolve));
+    const address = this.#server.address();
+    this.base = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
+  }
+
+  async stop(): Promise<void> {
+    this.closeWatches();
+    this.#server?.closeAllConnections?.();
+    await new Promise((resolve) => this.#server?.close(resolve));
+  }
+
+  config(): KubeConfig {
+    return {
+      server: this.base,
+      namespace: NAMESPACE,
+      auth: { credentials: () => Promise.resolve({}) },
+      source: "fake watch server",
+    };
+  }
+
+  get resourceVersion(): number {
+    return this.#rv;
+  }
+
+  /** Ends every open watch, as a server timeout does. */
+  closeWatches(): void {
+    for (const watch of this.#watches) watch.response.end();
+    this.#watches.clear();
+  }
+
+  /** Creates or replaces an object, recording the event and sending it to open watches. */
+  put(name: string, data: Record<string, string>): FakeObject {
+    const rv = ++this.#rv;
+    const existing = this.objects.has(name);
+    const object: FakeObject = {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name, namespace: NAMESPACE, resourceVersion: String(rv) },
+      data,
+    };
+    this.objects.set(name, object);
+    this.#record({ rv, type: existing ? "MODIFIED" : "ADDED", object });
+    return object;
+  }
+
+  remove(name: string): void {
+    const object = this.objects.get(name);
+    if (!object) return;
+    const rv = ++this.#rv;
+    this.objects.delete(name);
+    this.#record({
+      rv,
+      type: "DELETED",
+      object: { ...object, metadata: { ...object.metadata, resourceVersion: String(rv) } },
+    });
+  }
+
+  /** Changes the store without telling any watch (as if the events were lost to compaction). */
+  putSilently(name: string, data: Record<string, string>): void {
+    const rv = ++this.#rv;
+    this.objects.set(name, {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name, namespace: NAMESPACE, resourceVersion: String(rv) },
+      data,
+    });
+  }
+
+  removeSilently(name: string): void {
+    ++this.#rv;
+    this.objects.delete(name);
+  }
+
+  #record(entry: HistoryEntry): void {
+    this.history.push(entry);
+    for (const watch of this.#watches) this.#send(watch, entry);
+  }
+
+  #send(watch: OpenWatch, entry: HistoryEntry): void {
+    if (entry.rv <= watch.sentUpTo) return;
+    watch.sentUpTo = entry.rv;
+    watch.response.write(JSON.stringify({ type: entry.type, object: entry.object }) + "\n");
+  }
+
+  #status(res: ServerResponse, code: number, reason: string, message: string, retryAfter?: number) {
+    const headers: Record<string, string> = { "Content-Type": "application/json" };
+    if (retryAfter !== undefined) headers["Retry-After"] = String(retryAfter);
+    res.writeHead(code, headers);
+    res.end(
+      JSON.stringify({
+        kind: "Status",
+        apiVersion: "v1",
+        status: "Failure",
+        code,
+        reason,
+        message,
+      }),
+    );
+  }
+
+  #handle(req: IncomingMessage, res: ServerResponse): void {
+    const url = new URL(req.url ?? "/", this.base);
+    this.requests.push({ method: req.method ?? "GET", url, accept: req.headers.accept });
+    const failure = this.failNext.shift();
+    if (failure) {
+      return this.#status(
+        res,
+        failure.code,
+        failure.code === 429 ? "TooManyRequests" : "InternalError",
+        "injected",
+        failure.retryAfter,
+      );
+    }
+    if (url.pathname !== COLLECTION) return this.#status(res, 404, "NotFound", "not found");
+    const query = url.searchParams;
+    if (query.get("watch") !== "true") return this.#list(res, query);
+    if (query.get("sendInitialEvents") === "true" && this.refuseStreamingList) {
+      return this.#status(res, 400, "BadRequest", "sendInitialEvents is not supported");
+    }
+    res.writeHead(200, { "Content-Type": "application/json" });
+    res.flushHeaders();
+    if (this.stallNextWatch) {
+      this.stallNextWatch = false;
+      return; // Headers sent, then nothing: a dead connection that never closes.
+    }
+    const watch: OpenWatch = { response: res, sentUpTo: this.#rv };
+    if (query.get("sendInitialEvents") === "true") {
+      for (const object of this.objects.values()) {
+        res.write(JSON.stringify({ type: "ADDED", object }) + "\n");
+      }
+      res.write(
+        JSON.stringify({
+          type: "BOOKMARK",
+          object: {
+            kind: "ConfigMap",
+            apiVersion: "v1",
+            metadata: {
+              resourceVersion: String(this.#rv),
+              annotations: { "k8s.io/initial-events-end": "true" },
+            },
+          },
+        }) + "\n",
+      );
+    } else {
+      const from = Number(query.get("resourceVersion") ?? "0");
+      if (from < this.compactedBelow) {
+        res.end(
+          JSON.stringify({
+            type: "ERROR",
+            object: {
+              kind: "Status",
+              apiVersion: "v1",
+              status: "Failure",
+              code: 410,
+              reason: "Expired",
+              message: `too old resource version: ${from}`,
+            },
+          }) + "\n",
+        );
+        return;
+      }
+      watch.sentUpTo = from;
+      for (const entry of this.history) this.#send(watch, entry);
+    }
+    for (const line of this.injectLines.splice(0)) res.write(line + "\n");
+    this.#watches.add(watch);
+    res.on("close", () => this.#watches.delete(watch));
+  }
+
+  #list(res: ServerResponse, query: URLSearchParams): void {
+    const all = [...this.objects.values()].sort((a, b) =>
+      a.metadata.name.localeCompare(b.metadata.name)
+    );
+    const start = Number(query.get("continue") || "0");
+    const limit = Number(query.get("limit") || "0") || all.length;
+    const page = all.slice(start, start + limit);
+    const next = start + limit < all.length ? String(start + limit) : undefined;
+    res.writeHead(200, { "Content-Type": "application/json" });
+    res.end(
+      JSON.stringify({
+        kind: "ConfigMapList",
+        apiVersion: "v1",
+        metadata: { resourceVersion: String(this.#rv), continue: next },
+        // List items come without apiVersion and kind, as from the real server.
+        items: page.map(({ apiVersion: _a, kind: _k, ...rest }) => rest),
+      }),
+    );
+  }
+}

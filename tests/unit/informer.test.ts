@@ -1,0 +1,294 @@
+// The informer's recovery paths against a small fake server that misbehaves on demand: broken
+// lines, silent connections, expired resourceVersions, servers without streaming lists, and
+// handlers that throw or dawdle. Reliability against the real API server is tested in
+// tests/integration/informer.test.ts.
+import { after, afterEach, before, beforeEach, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { configure, type LogRecord, reset } from "@logtape/logtape";
+import { ConfigMap } from "../../lib/api/builtins.ts";
+import { Informer, type InformerOptions } from "../../lib/cache/informer.ts";
+import type { DeepReadonly } from "../../lib/cache/store.ts";
+import { RestClient } from "../../lib/kube/rest.ts";
+import { FakeWatchServer, NAMESPACE } from "../support/fake_watch_server.ts";
+
+type CM = ConfigMap;
+
+async function eventually(what: string, check: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+function contents(informer: Informer<CM>): Record<string, string | undefined> {
+  return Object.fromEntries(
+    informer.store.list().map((cm) => [cm.metadata!.name!, cm.data?.v]),
+  );
+}
+
+function serverContents(server: FakeWatchServer): Record<string, string | undefined> {
+  return Object.fromEntries([...server.objects.values()].map((o) => [o.metadata.name, o.data?.v]));
+}
+
+describe("Informer", () => {
+  let server: FakeWatchServer;
+  let rest: RestClient;
+  let stop: AbortController;
+  let running: Promise<void> | undefined;
+  const records: LogRecord[] = [];
+
+  before(async () => {
+    await configure({
+      reset: true,
+      sinks: { memory: (record) => records.push(record) },
+      loggers: [
+        { category: ["rudder"], sinks: ["memory"], lowestLevel: "debug" },
+        { category: ["logtape", "meta"], sinks: [], lowestLevel: "warning" },
+      ],
+    });
+  });
+  after(async () => {
+    await reset();
+  });
+
+  beforeEach(async () => {
+    server = new FakeWatchServer();
+    await server.start();
+    rest = new RestClient(server.config(), { maxRetries: 0 });
+    stop = new AbortController();
+    records.length = 0;
+  });
+
+  afterEach(async () => {
+    stop.abort();
+    await running;
+    running = undefined;
+    rest.close();
+    await server.stop();
+  });
+
+  function start(options: InformerOptions<CM> = {}): Informer<CM> {
+    const informer = new Informer(rest, ConfigMap, {
+      namespace: NAMESPACE,
+      backoff: { initial: 10, max: 50 },
+      ...options,
+    });
+    running = informer.run(stop.signal);
+    return informer;
+  }
+
+  it("lists with a streaming list, then applies watch events in order", async () => {
+    server.put("a", { v: "1" });
+    server.put("b", { v: "1" });
+    const informer = start();
+    await informer.waitForSync();
+    assert.deepEqual(contents(informer), { a: "1", b: "1" });
+    server.put("a", { v: "2" });
+    server.remove("b");
+    server.put("c", { v: "1" });
+    await eventually(
+      "the watch events are applied",
+      () => JSON.stringify(contents(informer)) === JSON.stringify({ a: "2", c: "1" }),
+    );
+    const watches = server.requests.filter((r) => r.url.searchParams.get("watch") === "true");
+    assert.equal(watches.length, 1, "the streaming list's connection goes on as the watch");
+    assert.equal(watches[0].url.searchParams.get("sendInitialEvents"), "true");
+    assert.equal(watches[0].url.searchParams.get("resourceVersionMatch"), "NotOlderThan");
+    assert.equal(watches[0].url.searchParams.get("allowWatchBookmarks"), "true");
+    const timeout = Number(watches[0].url.searchParams.get("timeoutSeconds"));
+    assert.ok(timeout >= 240 && timeout <= 290, `timeoutSeconds ${timeout} in [240, 290]`);
+    const stored = informer.store.get(`${NAMESPACE}/a`)!;
+    assert.equal(stored.kind, "ConfigMap");
+    assert.ok(Object.isFrozen(stored) && Object.isFrozen(stored.data));
+  });
+
+  it("falls back to a paged list when the server refuses streaming lists, and remembers", async () => {
+    server.refuseStreamingList = true;
+    for (let i = 0; i < 7; i++) server.put(`o${i}`, { v: "1" });
+    const informer = start({ pageSize: 3 });
+    await informer.waitForSync();
+    assert.equal(informer.store.size, 7);
+    const lists = server.requests.filter((r) => r.url.searchParams.get("watch") !== "true");
+    assert.deepEqual(lists.map((r) => r.url.searchParams.get("continue") ?? ""), ["", "3", "6"]);
+    assert.ok(lists.every((r) => r.url.searchParams.get("limit") === "3"));
+    // List items have no apiVersion and kind; the informer fills them in.
+    assert.equal(informer.store.get(`${NAMESPACE}/o0`)!.apiVersion, "v1");
+    server.put("late", { v: "1" });
+    await eventually("the watch after the paged list delivers", () => informer.store.size === 8);
+    server.closeWatches();
+    server.put("later", { v: "1" });
+    await eventually("the next watch resumes", () => informer.store.size === 9);
+    const streamingTries = server.requests.filter((r) =>
+      r.url.searchParams.get("sendInitialEvents")
+    );
+    assert.equal(streamingTries.length, 1, "streaming lists are not tried again");
+  });
+
+  it("restarts the watch after a malformed line, from the last good resourceVersion, losing nothing", async () => {
+    server.put("a", { v: "1" });
+    server.injectLines = ['{"type":"MODIFIED","object":{"metadata"', "not json at all"];
+    const informer = start();
+    await informer.waitForSync();
+    await eventually(
+      "the decode error is logged",
+      () =>
+        records.some((r) => /watch stream line \d+: invalid JSON/.test(String(r.properties.error))),
+    );
+    server.put("b", { v: "1" });
+    server.put("a", { v: "2" });
+    await eventually(
+      "the store converges",
+      () => JSON.stringify(contents(informer)) === JSON.stringify(serverContents(server)),
+    );
+    assert.equal(informer.health().lists, 1, "a broken line restarts the watch, not the list");
+    assert.ok(informer.health().watches >= 2);
+  });
+
+  it("takes a silent connection for dead after the idle deadline and watches again", async () => {
+    server.put("a", { v: "1" });
+    const informer = start({ idleTimeout: 200 });
+    await informer.waitForSync();
+    server.closeWatches();
+    server.stallNextWatch = true;
+    server.put("b", { v: "1" });
+    await eventually(
+      "the stalled watch is replaced and catches up",
+      () => informer.store.size === 2,
+    );
+    assert.ok(
+      records.some((r) => /no event for/.test(String(r.properties.error))),
+      "the idle deadline is logged",
+    );
+  });
+
+  it("relists on 410 Gone, swapping the store and telling handlers what changed", async () => {
+    server.put("keep", { v: "1" });
+    server.put("change", { v: "1" });
+    server.put("vanish", { v: "1" });
+    const informer = start();
+    const seen: string[] = [];
+    informer.addEventHandler({
+      onAdd: (cm, initial) => seen.push(`add ${cm.metadata?.name}${initial ? " (initial)" : ""}`),
+      onUpdate: (old, cm) => seen.push(`update ${cm.metadata?.name} ${old.data?.v}→${cm.data?.v}`),
+      onDelete: (cm) => seen.push(`delete ${cm.metadata?.name}`),
+    });
+    await informer.waitForSync();
+    const keepBefore = informer.store.get(`${NAMESPACE}/keep`);
+    // While disconnected: changes the watch never sees, then history is compacted.
+    server.putSilently("change", { v: "2" });
+    server.removeSilently("vanish");
+    server.putSilently("new", { v: "1" });
+    server.compactedBelow = server.resourceVersion;
+    server.closeWatches();
+    await eventually(
+      "the relist brings the store in line",
+      () => JSON.stringify(contents(informer)) === JSON.stringify(serverContents(server)),
+    );
+    await eventually("handlers heard the difference", () => seen.length >= 6);
+    assert.deepEqual(seen.slice(3).sort(), [
+      "add new (initial)",
+      "delete vanish",
+      "update change 1→2",
+    ]);
+    assert.equal(
+      informer.store.get(`${NAMESPACE}/keep`),
+      keepBefore,
+      "an unchanged object keeps its identity",
+    );
+    assert.equal(informer.health().lists, 2);
+  });
+
+  it("backs off after server errors, honours Retry-After on 429, and recovers", async () => {
+    server.put("a", { v: "1" });
+    server.failNext = [{ code: 500 }, { code: 429, retryAfter: 0 }, { code: 503 }];
+    const informer = start();
+    await informer.waitForSync();
+    assert.equal(informer.store.size, 1);
+    assert.equal(server.failNext.length, 0);
+    assert.equal(informer.health().state, "Watching");
+    assert.equal(informer.health().lastError, undefined);
+  });
+
+  it("keeps reading while a handler is slow, and survives a handler that throws", async () => {
+    const informer = start();
+    let slowCalls = 0;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    informer.addEventHandler({
+      onAdd: () => {
+        slowCalls++;
+        // Blocks this handler's queue only (busy-waiting would block everything, so a
+        // never-resolved promise stands for "slow": the handler returns, its work is pending).
+        void gate;
+      },
+    });
+    const thrown: string[] = [];
+    informer.addEventHandler({
+      onAdd: (cm) => {
+        thrown.push(cm.metadata!.name!);
+        throw new Error("handler bug");
+      },
+    });
+    await informer.waitForSync();
+    for (let i = 0; i < 50; i++) server.put(`o${i}`, { v: "1" });
+    await eventually("the store has everything", () => informer.store.size === 50);
+    await eventually(
+      "every handler heard every add",
+      () => slowCalls === 50 && thrown.length === 50,
+    );
+    assert.ok(
+      records.some((r) => r.level === "error" && /Event handler/.test(String(r.message.join("")))),
+    );
+    release();
+  });
+
+  it("gives a handler added late the existing objects first, and reports its sync", async () => {
+    server.put("a", { v: "1" });
+    server.put("b", { v: "1" });
+    const informer = start();
+    await informer.waitForSync();
+    const adds: [string, boolean][] = [];
+    const registration = informer.addEventHandler({
+      onAdd: (cm, initial) => adds.push([cm.metadata!.name!, initial]),
+    });
+    await eventually("the late handler synced", () => registration.hasSynced());
+    assert.deepEqual(adds.sort(), [["a", true], ["b", true]]);
+    registration.remove();
+    server.put("c", { v: "1" });
+    await eventually("the store has c", () => informer.store.size === 3);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.equal(adds.length, 2, "a removed handler hears nothing more");
+  });
+
+  it("re-delivers every object as an update on each resync", async () => {
+    server.put("a", { v: "1" });
+    const informer = start({ resyncPeriod: 50 });
+    const updates: DeepReadonly<CM>[][] = [];
+    informer.addEventHandler({ onUpdate: (old, cm) => updates.push([old, cm]) });
+    await informer.waitForSync();
+    await eventually("a resync happened", () => updates.length >= 1);
+    assert.equal(updates[0][0], updates[0][1], "a resync's old and new are the same object");
+  });
+
+  it("asks for metadata only with the PartialObjectMetadata Accept header", async () => {
+    server.refuseStreamingList = true;
+    server.put("a", { v: "1" });
+    const informer = start({ metadataOnly: true });
+    await informer.waitForSync();
+    const list = server.requests.find((r) => r.url.searchParams.get("watch") !== "true")!;
+    assert.match(list.accept ?? "", /as=PartialObjectMetadataList;g=meta.k8s.io;v=v1/);
+    const watch = server.requests.find((r) => r.url.searchParams.get("watch") === "true")!;
+    assert.match(watch.accept ?? "", /as=PartialObjectMetadata;g=meta.k8s.io;v=v1/);
+    assert.equal(informer.store.get(`${NAMESPACE}/a`)!.kind, "ConfigMap");
+  });
+
+  it("refuses to run twice and stops when its signal aborts", async () => {
+    const informer = start();
+    await informer.waitForSync();
+    await assert.rejects(informer.run(stop.signal), /already running/);
+    stop.abort();
+    await running;
+    assert.equal(informer.health().state, "Stopped");
+  });
+});
