@@ -1,0 +1,60 @@
+// The @kubernetes/client-node contender of Rudder's cache benchmark (bench/cache.ts): syncs an
+// informer over the ConfigMaps of one namespace and prints one JSON line with the time to synced
+// and the resident memory before and after, each read after a forced GC.
+// Usage: node --expose-gc informer.mjs --kubeconfig <path> --namespace <ns> --objects <n>
+import process from "node:process";
+import { parseArgs } from "node:util";
+import { CoreV1Api, KubeConfig, makeInformer } from "@kubernetes/client-node";
+
+const { values } = parseArgs({
+  options: {
+    kubeconfig: { type: "string" },
+    namespace: { type: "string" },
+    objects: { type: "string" },
+  },
+});
+if (!values.kubeconfig || !values.namespace) {
+  throw new Error("--kubeconfig and --namespace are required");
+}
+if (typeof globalThis.gc !== "function") throw new Error("run with node --expose-gc");
+const namespace = values.namespace;
+// Give up after 10 minutes, so no informer outlives a harness that was killed outright.
+setTimeout(() => {
+  console.error("no result after 600 s: giving up");
+  process.exit(1);
+}, 600_000).unref();
+
+// Three full collections 10 ms apart: one frees ArrayBuffers, their backing stores go later.
+async function rssAfterGC() {
+  for (let round = 0; round < 3; round++) {
+    globalThis.gc();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  return process.memoryUsage().rss;
+}
+
+const kc = new KubeConfig();
+kc.loadFromFile(values.kubeconfig);
+const api = kc.makeApiClient(CoreV1Api);
+const informer = makeInformer(
+  kc,
+  `/api/v1/namespaces/${namespace}/configmaps`,
+  () => api.listNamespacedConfigMap({ namespace }),
+);
+let failure;
+informer.on("error", (err) => {
+  failure ??= err;
+});
+
+const rssBaselineBytes = await rssAfterGC();
+const start = performance.now();
+// start() resolves once the list is stored and the watch request is sent; that is the
+// informer's only "synced" signal.
+await informer.start();
+if (failure) throw failure;
+const syncMs = performance.now() - start;
+const objects = informer.list(namespace).length;
+const rssSyncedBytes = await rssAfterGC();
+console.log(JSON.stringify({ syncMs, rssBaselineBytes, rssSyncedBytes, objects }));
+await informer.stop();
+process.exit(0);
