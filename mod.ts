@@ -160,6 +160,13 @@ export {
 export { dryRunClient, namespacedClient, withFieldOwner } from "./lib/client/wrappers.ts";
 
 export {
+  type CachedClient,
+  type CachedClientOptions,
+  type CachedReader,
+  newCachedClient,
+} from "./lib/client/cached_client.ts";
+
+export {
   ALL_NAMESPACES,
   type ByObject,
   Cache,

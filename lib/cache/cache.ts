@@ -519,15 +519,6 @@ export class Cache {
    * server's always are).
    */
   observeWrite(obj: KubeObject): void {
-    this.#observe(obj, false);
-  }
-
-  /** Read your own writes for a delete: the object reads as gone until the watch catches up. */
-  observeDelete(obj: KubeObject): void {
-    this.#observe(obj, true);
-  }
-
-  #observe(obj: KubeObject, deleted: boolean): void {
     const rv = resourceVersionNumber(obj);
     const entry = this.#kinds.get(gvkKey(obj));
     if (rv === undefined || !entry || !obj.metadata?.name) return;
@@ -539,12 +530,15 @@ export class Cache {
     const key = objectKey(obj);
     const storedRv = resourceVersionNumber(informer.store.get(key) as KubeObject | undefined);
     if (storedRv !== undefined && storedRv >= rv) return;
-    const inScope = !deleted &&
-      (scope.labelSelector === undefined ||
-        parseLabelSelector(scope.labelSelector).matches(obj.metadata.labels)) &&
+    const inScope = (scope.labelSelector === undefined ||
+      parseLabelSelector(scope.labelSelector).matches(obj.metadata.labels)) &&
       (scope.fieldSelector === undefined || parseFieldSelector(scope.fieldSelector).matches(obj));
+    // A metadata-only cache holds metadata only, also for what this process wrote.
+    const cached = scope.metadataOnly
+      ? { apiVersion: obj.apiVersion, kind: obj.kind, metadata: obj.metadata }
+      : obj;
     entry.overlay.set(key, {
-      obj: inScope ? informer.store.prepare(obj) : null,
+      obj: inScope ? informer.store.prepare(cached) : null,
       rv,
       scope: scopeKey,
     });

@@ -204,7 +204,7 @@ class ControlPlaneProcess {
 
   async stop(timeoutMs: number): Promise<void> {
     if (this.exit || this.child.pid === undefined) return;
-    this.child.kill("SIGTERM");
+    this.#signal("SIGTERM");
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timedOut = new Promise<false>((resolve) => {
       timer = setTimeout(() => resolve(false), timeoutMs);
@@ -213,15 +213,20 @@ class ControlPlaneProcess {
     const stopped = await Promise.race([this.exited.then(() => true as const), timedOut]);
     clearTimeout(timer);
     if (!stopped) {
-      this.child.kill("SIGKILL");
+      // process.kill, not child.kill: Deno's ChildProcess ignores a second kill() call.
+      this.#signal("SIGKILL");
       await this.exited;
     }
   }
 
   killSync(): void {
     if (this.exit || this.child.pid === undefined) return;
+    this.#signal("SIGKILL");
+  }
+
+  #signal(signal: "SIGTERM" | "SIGKILL"): void {
     try {
-      process.kill(this.child.pid, "SIGKILL");
+      process.kill(this.child.pid!, signal);
     } catch {
       // Already gone.
     }
@@ -650,11 +655,15 @@ export class Environment {
   /**
    * Stops kube-apiserver and leaves etcd, with all objects, running. With
    * {@linkcode Environment.startAPIServer} it tests how clients and informers live through an
-   * API server restart.
+   * API server restart. kube-apiserver drains open watches for up to a minute after SIGTERM;
+   * after `timeout` milliseconds (default `controlPlaneStopTimeout`) it is killed, and
+   * `timeout: 0` kills it at once, like a crash.
    */
-  async stopAPIServer(): Promise<void> {
+  async stopAPIServer(options: { timeout?: number } = {}): Promise<void> {
     if (!this.#config) throw new Error("Environment is not started: call start() first");
-    await this.#apiServer?.stop(this.#options.controlPlaneStopTimeout ?? DEFAULT_STOP_TIMEOUT_MS);
+    await this.#apiServer?.stop(
+      options.timeout ?? this.#options.controlPlaneStopTimeout ?? DEFAULT_STOP_TIMEOUT_MS,
+    );
   }
 
   /** Starts kube-apiserver again after {@linkcode Environment.stopAPIServer}, on the same port. */
