@@ -96,6 +96,37 @@ function writeLoad(client: Client, namespace: string) {
   };
 }
 
+/** Creates `count` ConfigMaps named `<prefix>-<i>` with `data.v = "0"`. */
+function createConfigMaps(client: Client, namespace: string, prefix: string, count: number) {
+  return writeMany(count, (i) =>
+    client.create({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: `${prefix}-${i}`, namespace },
+      data: { v: "0" },
+    }));
+}
+
+/** Runs an informer on the ConfigMaps of `namespace`; `stop()` ends it and its client. */
+function runInformer(
+  config: KubeConfig,
+  namespace: string,
+  options: { maxRetries?: number; backoff?: { initial: number; max: number } } = {},
+) {
+  const rest = new RestClient(config, { maxRetries: options.maxRetries });
+  const informer = new Informer(rest, ConfigMap, { namespace, ...FAST, ...options });
+  const controller = new AbortController();
+  const running = informer.run(controller.signal);
+  return {
+    informer,
+    stop: async () => {
+      controller.abort();
+      await running;
+      rest.close();
+    },
+  };
+}
+
 function proxiedConfig(config: KubeConfig, proxy: TcpProxy): KubeConfig {
   return { ...config, server: `https://127.0.0.1:${proxy.port}` };
 }
@@ -117,20 +148,8 @@ describe("informer against the API server", () => {
   it("syncs 1,000 objects, then follows 500 updates and deletes to the server's exact state", async () => {
     const namespace = "sync-1000";
     await createNamespace(client, namespace);
-    await writeMany(
-      1000,
-      (i) =>
-        client.create({
-          apiVersion: "v1",
-          kind: "ConfigMap",
-          metadata: { name: `cm-${i}`, namespace },
-          data: { v: "0" },
-        }),
-    );
-    const rest = new RestClient(config);
-    const informer = new Informer(rest, ConfigMap, { namespace, ...FAST });
-    const stop = new AbortController();
-    const running = informer.run(stop.signal);
+    await createConfigMaps(client, namespace, "cm", 1000);
+    const { informer, stop } = runInformer(config, namespace);
     try {
       await informer.waitForSync();
       assert.equal(informer.store.size, 1000);
@@ -155,9 +174,7 @@ describe("informer against the API server", () => {
       );
       assert.equal(informer.health().lists, 1);
     } finally {
-      stop.abort();
-      await running;
-      rest.close();
+      await stop();
     }
   });
 
@@ -166,10 +183,7 @@ describe("informer against the API server", () => {
     await createNamespace(client, namespace);
     const proxy = new TcpProxy({ host: "127.0.0.1", port: Number(new URL(config.server).port) });
     await proxy.start();
-    const rest = new RestClient(proxiedConfig(config, proxy));
-    const informer = new Informer(rest, ConfigMap, { namespace, ...FAST });
-    const stop = new AbortController();
-    const running = informer.run(stop.signal);
+    const { informer, stop } = runInformer(proxiedConfig(config, proxy), namespace);
     const load = writeLoad(client, namespace);
     try {
       await informer.waitForSync();
@@ -193,9 +207,7 @@ describe("informer against the API server", () => {
       );
     } finally {
       await load.stop();
-      stop.abort();
-      await running;
-      rest.close();
+      await stop();
       await proxy.stop();
     }
   });
@@ -203,20 +215,8 @@ describe("informer against the API server", () => {
   it("recovers by itself when kube-apiserver is stopped and started again", async () => {
     const namespace = "restart";
     await createNamespace(client, namespace);
-    await writeMany(
-      20,
-      (i) =>
-        client.create({
-          apiVersion: "v1",
-          kind: "ConfigMap",
-          metadata: { name: `before-${i}`, namespace },
-          data: { v: "0" },
-        }),
-    );
-    const rest = new RestClient(config, { maxRetries: 0 });
-    const informer = new Informer(rest, ConfigMap, { namespace, ...FAST });
-    const stop = new AbortController();
-    const running = informer.run(stop.signal);
+    await createConfigMaps(client, namespace, "before", 20);
+    const { informer, stop } = runInformer(config, namespace, { maxRetries: 0 });
     const load = writeLoad(client, namespace);
     try {
       await informer.waitForSync();
@@ -227,16 +227,7 @@ describe("informer against the API server", () => {
       await env.startAPIServer();
       await new Promise((resolve) => setTimeout(resolve, 300));
       await load.stop();
-      await writeMany(
-        20,
-        (i) =>
-          client.create({
-            apiVersion: "v1",
-            kind: "ConfigMap",
-            metadata: { name: `after-${i}`, namespace },
-            data: { v: "0" },
-          }),
-      );
+      await createConfigMaps(client, namespace, "after", 20);
       const expected = await serverState(client, namespace);
       await eventually(
         "the store equals the server's list",
@@ -245,9 +236,7 @@ describe("informer against the API server", () => {
       assert.ok(informer.health().watches >= 2);
     } finally {
       await load.stop();
-      stop.abort();
-      await running;
-      rest.close();
+      await stop();
     }
   });
 });
@@ -274,26 +263,13 @@ describe("informer against a compacting API server without a watch cache", () =>
   it("relists after a watch from a compacted resourceVersion gets 410 Gone, and converges", async () => {
     const namespace = "compacted";
     await createNamespace(client, namespace);
-    await writeMany(
-      10,
-      (i) =>
-        client.create({
-          apiVersion: "v1",
-          kind: "ConfigMap",
-          metadata: { name: `cm-${i}`, namespace },
-          data: { v: "0" },
-        }),
-    );
+    await createConfigMaps(client, namespace, "cm", 10);
     const proxy = new TcpProxy({ host: "127.0.0.1", port: Number(new URL(config.server).port) });
     await proxy.start();
-    const rest = new RestClient(proxiedConfig(config, proxy), { maxRetries: 0 });
-    const informer = new Informer(rest, ConfigMap, {
-      namespace,
-      ...FAST,
+    const { informer, stop } = runInformer(proxiedConfig(config, proxy), namespace, {
+      maxRetries: 0,
       backoff: { initial: 200, max: 400 },
     });
-    const stop = new AbortController();
-    const running = informer.run(stop.signal);
     try {
       await informer.waitForSync();
       // Cut the informer off, change things, and let compaction pass its resourceVersion.
@@ -330,9 +306,7 @@ describe("informer against a compacting API server without a watch cache", () =>
       const health = informer.health();
       assert.ok(health.lists >= 2, `a relist happened (${health.lists} lists)`);
     } finally {
-      stop.abort();
-      await running;
-      rest.close();
+      await stop();
       await proxy.stop();
     }
   });
