@@ -14,6 +14,7 @@ import * as path from "node:path";
 import process from "node:process";
 import { getLogger } from "@logtape/logtape";
 import { LineCounter, parseDocument } from "yaml";
+import { abortable } from "../util/abort.ts";
 
 /** Credentials to attach to one request. */
 export interface Credentials {
@@ -175,30 +176,6 @@ function describeType(value: unknown): string {
 
 // ---------------------------------------------------------------------------------------------
 // Auth providers
-
-/** Resolves with `promise`, or rejects as soon as `signal` aborts; the work itself goes on. */
-function abortable<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
-  if (!signal) return promise;
-  if (signal.aborted) {
-    // Other callers may share the work; its failure is theirs to see, not an unhandled one.
-    promise.catch(() => {});
-    return Promise.reject(signal.reason);
-  }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(value);
-      },
-      (err) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(err);
-      },
-    );
-  });
-}
 
 function copyCredentials(credentials: Credentials): Credentials {
   const copy: Credentials = {};

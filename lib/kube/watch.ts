@@ -8,6 +8,7 @@
  */
 
 import type { Status } from "./errors.ts";
+import { abortable } from "../util/abort.ts";
 
 /** The `type` of a watch event, as the API server sends it. */
 export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR";
@@ -237,31 +238,6 @@ async function* decode<T>(
   } finally {
     source.close(ended ? undefined : { reason: failure });
   }
-}
-
-/**
- * Resolves like `read`, or rejects with the signal's reason as soon as it aborts: a read can
- * hang for minutes on a quiet watch. Each read gets its own listener, removed when it settles;
- * racing every read against one long-lived promise instead would pile a reaction per read on
- * that promise, each holding its chunk, for the watch's whole life.
- */
-function abortable<R>(read: Promise<R>, signal: AbortSignal | undefined): Promise<R> {
-  if (!signal) return read;
-  return new Promise<R>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    if (signal.aborted) return onAbort();
-    signal.addEventListener("abort", onAbort, { once: true });
-    read.then(
-      (value) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(value);
-      },
-      (err) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(err);
-      },
-    );
-  });
 }
 
 /** Parses one line; `undefined` for a blank line. */

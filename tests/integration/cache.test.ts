@@ -11,20 +11,9 @@ import type { KubeConfig } from "../../lib/kube/config.ts";
 import { RestClient } from "../../lib/kube/rest.ts";
 import { Environment } from "../../lib/testing/envtest.ts";
 import { TcpProxy } from "../support/tcp_proxy.ts";
+import { eventually } from "../support/eventually.ts";
 
 const FAST = { backoff: { initial: 50, max: 500 } };
-
-async function eventually(
-  what: string,
-  check: () => boolean | Promise<boolean>,
-  timeoutMs = 20_000,
-) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
 
 function pod(name: string, namespace = "default") {
   return {

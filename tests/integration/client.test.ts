@@ -4,7 +4,6 @@
 // The behaviour shared with the fake client is in tests/contract/client_contract.ts.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { configure, type LogRecord, reset } from "@logtape/logtape";
 import { ConfigMap, ServiceAccount } from "../../lib/api/builtins.ts";
 import { isNoKindMatch } from "../../lib/api/discovery.ts";
 import type { Unstructured } from "../../lib/api/resource.ts";
@@ -14,10 +13,11 @@ import { namespacedClient, withFieldOwner } from "../../lib/client/wrappers.ts";
 import { isInvalid, isNotFound } from "../../lib/kube/errors.ts";
 import type { RequestInfo } from "../../lib/kube/rest.ts";
 import { Environment } from "../../lib/testing/envtest.ts";
+import { captureLogs } from "../support/logs.ts";
 
 const env = new Environment();
 const requests: RequestInfo[] = [];
-const records: LogRecord[] = [];
+let logs: Awaited<ReturnType<typeof captureLogs>>;
 let client: Client;
 const namespace = "client-it";
 
@@ -50,14 +50,7 @@ function gadgetCRD(version: string) {
 }
 
 before(async () => {
-  await configure({
-    reset: true,
-    sinks: { memory: (record) => records.push(record) },
-    loggers: [
-      { category: ["rudder"], sinks: ["memory"], lowestLevel: "debug" },
-      { category: ["logtape", "meta"], sinks: [], lowestLevel: "warning" },
-    ],
-  });
+  logs = await captureLogs();
   const config = await env.start();
   client = newClient(config, { onRequest: (info) => requests.push(info) });
   await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } });
@@ -65,7 +58,7 @@ before(async () => {
 
 after(async () => {
   await env.stop();
-  await reset();
+  await logs.stop();
 });
 
 describe("client against the API server", () => {
@@ -106,9 +99,9 @@ describe("client against the API server", () => {
       assert.match((err as Error).message, /bogus/);
       return true;
     });
-    records.length = 0;
+    logs.records.length = 0;
     await client.create(body, { fieldValidation: "Warn" });
-    const warning = records.find((r) =>
+    const warning = logs.records.find((r) =>
       r.level === "warning" && /bogus/.test(String(r.properties.warning))
     );
     assert.ok(warning, "the API server's Warning header reached the logger");

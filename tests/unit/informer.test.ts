@@ -4,22 +4,15 @@
 // tests/integration/informer.test.ts.
 import { after, afterEach, before, beforeEach, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { configure, type LogRecord, reset } from "@logtape/logtape";
 import { ConfigMap } from "../../lib/api/builtins.ts";
 import { Informer, type InformerOptions } from "../../lib/cache/informer.ts";
 import type { DeepReadonly } from "../../lib/cache/store.ts";
 import { RestClient } from "../../lib/kube/rest.ts";
 import { FakeWatchServer, NAMESPACE } from "../support/fake_watch_server.ts";
+import { eventually } from "../support/eventually.ts";
+import { captureLogs } from "../support/logs.ts";
 
 type CM = ConfigMap;
-
-async function eventually(what: string, check: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 function contents(informer: Informer<CM>): Record<string, string | undefined> {
   return Object.fromEntries(
@@ -36,20 +29,14 @@ describe("Informer", () => {
   let rest: RestClient;
   let stop: AbortController;
   let running: Promise<void> | undefined;
-  const records: LogRecord[] = [];
+  let logs: Awaited<ReturnType<typeof captureLogs>>;
+  const records = () => logs.records;
 
   before(async () => {
-    await configure({
-      reset: true,
-      sinks: { memory: (record) => records.push(record) },
-      loggers: [
-        { category: ["rudder"], sinks: ["memory"], lowestLevel: "debug" },
-        { category: ["logtape", "meta"], sinks: [], lowestLevel: "warning" },
-      ],
-    });
+    logs = await captureLogs();
   });
   after(async () => {
-    await reset();
+    await logs.stop();
   });
 
   beforeEach(async () => {
@@ -57,7 +44,7 @@ describe("Informer", () => {
     await server.start();
     rest = new RestClient(server.config(), { maxRetries: 0 });
     stop = new AbortController();
-    records.length = 0;
+    logs.records.length = 0;
   });
 
   afterEach(async () => {
@@ -133,7 +120,9 @@ describe("Informer", () => {
     await eventually(
       "the decode error is logged",
       () =>
-        records.some((r) => /watch stream line \d+: invalid JSON/.test(String(r.properties.error))),
+        records().some((r) =>
+          /watch stream line \d+: invalid JSON/.test(String(r.properties.error))
+        ),
     );
     server.put("b", { v: "1" });
     server.put("a", { v: "2" });
@@ -157,7 +146,7 @@ describe("Informer", () => {
       () => informer.store.size === 2,
     );
     assert.ok(
-      records.some((r) => /no event for/.test(String(r.properties.error))),
+      records().some((r) => /no event for/.test(String(r.properties.error))),
       "the idle deadline is logged",
     );
   });
@@ -238,7 +227,9 @@ describe("Informer", () => {
       () => slowCalls === 50 && thrown.length === 50,
     );
     assert.ok(
-      records.some((r) => r.level === "error" && /Event handler/.test(String(r.message.join("")))),
+      records().some((r) =>
+        r.level === "error" && /Event handler/.test(String(r.message.join("")))
+      ),
     );
     release();
   });

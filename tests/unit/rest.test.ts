@@ -2,7 +2,6 @@
 // timeouts and watches. The real API server is exercised in tests/integration/rest.test.ts.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { configure, type LogRecord, reset } from "@logtape/logtape";
 import type { KubeConfig } from "../../lib/kube/config.ts";
 import { ApiError, isGone, isNotFound } from "../../lib/kube/errors.ts";
 import {
@@ -12,6 +11,7 @@ import {
   RestClient,
 } from "../../lib/kube/rest.ts";
 import type { Transport } from "../../lib/kube/transport.ts";
+import { captureLogs } from "../support/logs.ts";
 
 const config: KubeConfig = {
   server: "https://api.test:6443",
@@ -71,19 +71,12 @@ describe("parseWarningHeaders", () => {
 });
 
 describe("RestClient", () => {
-  const records: LogRecord[] = [];
+  let logs: Awaited<ReturnType<typeof captureLogs>>;
   before(async () => {
-    await configure({
-      reset: true,
-      sinks: { memory: (record) => records.push(record) },
-      loggers: [
-        { category: ["rudder"], sinks: ["memory"], lowestLevel: "debug" },
-        { category: ["logtape", "meta"], sinks: [], lowestLevel: "warning" },
-      ],
-    });
+    logs = await captureLogs();
   });
   after(async () => {
-    await reset();
+    await logs.stop();
   });
 
   it("sends JSON with method, query and headers, and parses the JSON answer", async () => {
@@ -245,12 +238,12 @@ describe("RestClient", () => {
   });
 
   it("logs API warnings as structured records", async () => {
-    records.length = 0;
+    logs.records.length = 0;
     const { transport } = fakeTransport(() =>
       Response.json({}, { headers: { Warning: '299 - "v1beta1 is deprecated"' } })
     );
     await new RestClient(config, { transport }).request({ path: "/apis/x/v1beta1/things" });
-    const warning = records.find((r) => r.level === "warning");
+    const warning = logs.records.find((r) => r.level === "warning");
     assert.ok(warning, "a warning record");
     assert.deepEqual(warning.category, ["rudder", "kube", "rest"]);
     assert.equal(warning.properties.warning, "v1beta1 is deprecated");

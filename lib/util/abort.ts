@@ -1,0 +1,34 @@
+/**
+ * Helpers for cancellation with AbortSignal.
+ *
+ * @module
+ */
+
+/**
+ * Resolves like `promise`, or rejects with the signal's reason as soon as `signal` aborts; the
+ * work behind `promise` goes on (others may share it). The abort listener is removed once the
+ * promise settles: racing many promises against one long-lived promise instead would pile a
+ * reaction per race on that promise, each holding its value, for as long as it lives.
+ */
+export function abortable<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
+  if (!signal) return promise;
+  if (signal.aborted) {
+    // The work may be shared; its failure is for its other waiters to see, not an unhandled one.
+    promise.catch(() => {});
+    return Promise.reject(signal.reason);
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (err) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(err);
+      },
+    );
+  });
+}
