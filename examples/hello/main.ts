@@ -1,67 +1,63 @@
 /**
- * The foundation at work: start a local control plane, connect to it through the kubeconfig
- * file it writes (as any other program would), then watch ConfigMaps while one is created,
- * changed and deleted. Run it with `deno task demo`.
+ * What Rudder does today, end to end: start a local control plane, connect through the
+ * kubeconfig file it writes (as any other program would), cache ConfigMaps with an informer
+ * that reports every change, and create, patch and delete one with the typed client while the
+ * cache follows. Run it with `deno task demo`.
  *
  * @module
  */
 
-import { loadConfig, RestClient } from "../../mod.ts";
+import { ConfigMap, loadConfig, mergeFrom, newCache, newClient } from "../../mod.ts";
 import { Environment } from "../../lib/testing/mod.ts";
-
-interface ConfigMap {
-  apiVersion: "v1";
-  kind: "ConfigMap";
-  metadata: { name: string; namespace?: string; resourceVersion?: string };
-  data?: Record<string, string>;
-}
 
 const env = new Environment();
 console.log("starting etcd and kube-apiserver …");
 const started = Date.now();
 await env.start();
+const stop = new AbortController();
 try {
   console.log(
     `control plane ready in ${Date.now() - started} ms; kubeconfig: ${env.kubeconfigPath}`,
   );
-  const rest = new RestClient(await loadConfig({ kubeconfig: env.kubeconfigPath }));
-  const version = await rest.request<{ gitVersion: string }>({ path: "/version" });
-  console.log(`API server ${version.gitVersion} at ${rest.config.server}`);
+  const config = await loadConfig({ kubeconfig: env.kubeconfigPath });
+  const client = newClient(config);
+  const cache = newCache(config, { defaultNamespaces: { default: {} } });
+  const running = cache.start(stop.signal);
 
-  const path = "/api/v1/namespaces/default/configmaps";
-  const list = await rest.request<{ metadata: { resourceVersion: string } }>({ path });
-  const watcher = (async () => {
-    const query = {
-      resourceVersion: list.metadata.resourceVersion,
-      fieldSelector: "metadata.name=hello",
-    };
-    for await (const event of rest.watch<ConfigMap>({ path, query })) {
-      if (event.type === "ERROR") throw new Error(event.object.message);
-      console.log(
-        `watch: ${event.type.padEnd(8)} ${event.object.metadata.name} ${
-          JSON.stringify(event.object.data)
-        }`,
-      );
-      if (event.type === "DELETED") return;
-    }
-  })();
+  const deleted = Promise.withResolvers<void>();
+  const informer = await cache.getInformer(ConfigMap);
+  informer.addEventHandler({
+    onAdd: (cm) => console.log(`informer: added   ${cm.metadata?.name} ${JSON.stringify(cm.data)}`),
+    onUpdate: (_, cm) =>
+      console.log(`informer: updated ${cm.metadata?.name} ${JSON.stringify(cm.data)}`),
+    onDelete: (cm) => {
+      console.log(`informer: deleted ${cm.metadata?.name}`);
+      deleted.resolve();
+    },
+  });
+  await cache.waitForCacheSync();
 
-  const body = {
+  const hello = await client.create({
     apiVersion: "v1",
     kind: "ConfigMap",
-    metadata: { name: "hello" },
+    metadata: { name: "hello", namespace: "default" },
     data: { greeting: "hello" },
-  };
-  const created = await rest.request<ConfigMap>({ method: "POST", path, body });
-  await rest.request({
-    method: "PUT",
-    path: `${path}/hello`,
-    body: { ...created, data: { greeting: "hello, world" } },
   });
-  await rest.request({ method: "DELETE", path: `${path}/hello` });
-  await watcher;
-  rest.close();
+  const changed = { ...hello, data: { greeting: "hello, world" } };
+  await client.patch(changed, mergeFrom(hello));
+  const cached = await cache.get(ConfigMap, { namespace: "default", name: "hello" })
+    .catch(() => undefined);
+  console.log(
+    `cache: ${cached ? "holds" : "does not hold yet"} hello (frozen: ${
+      Object.isFrozen(cached ?? {})
+    })`,
+  );
+  await client.delete(changed);
+  await deleted.promise;
+  stop.abort();
+  await running;
 } finally {
+  stop.abort();
   await env.stop();
   console.log("control plane stopped");
 }
