@@ -160,6 +160,132 @@ export {
 export { dryRunClient, namespacedClient, withFieldOwner } from "./lib/client/wrappers.ts";
 
 export {
+  type CreateEvent,
+  type DeleteEvent,
+  type GenericEvent,
+  LOW_PRIORITY,
+  type Request,
+  requestFor,
+  requestKey,
+  type RequestQueue,
+  type UpdateEvent,
+} from "./lib/controller/event.ts";
+
+export {
+  and,
+  annotationChangedPredicate,
+  generationChangedPredicate,
+  labelChangedPredicate,
+  labelSelectorPredicate,
+  newPredicateFuncs,
+  not,
+  or,
+  type Predicate,
+  resourceVersionChangedPredicate,
+} from "./lib/controller/predicate.ts";
+
+export {
+  enqueueRequestForObject,
+  enqueueRequestForOwner,
+  enqueueRequestsFromMapFunc,
+  type EventHandler as ControllerEventHandler,
+  type MapFunc,
+  type OwnerHandlerOptions,
+} from "./lib/controller/handler.ts";
+
+export {
+  channelSource,
+  kindSource,
+  type KindSourceOptions,
+  type Source,
+} from "./lib/controller/source.ts";
+
+export {
+  Controller,
+  type ControllerMetrics,
+  type ControllerOptions,
+  isTerminalError,
+  type Logger,
+  type ReconcileContext,
+  type ReconcileFunc,
+  type Reconciler,
+  type Result,
+  type Runnable,
+  TerminalError,
+} from "./lib/controller/controller.ts";
+
+export {
+  ControllerBuilder,
+  type ControllerHost,
+  newControllerManagedBy,
+  type OwnsOptions,
+  type WatchOptions,
+} from "./lib/controller/builder.ts";
+
+export {
+  type AddOptions,
+  type GetResult,
+  WorkQueue,
+  type WorkQueueMetrics,
+  type WorkQueueOptions,
+} from "./lib/controller/workqueue.ts";
+
+export {
+  bucket,
+  defaultControllerRateLimiter,
+  defaultKeyOf,
+  itemExponentialFailure,
+  itemFastSlow,
+  legacyControllerRateLimiter,
+  maxOf,
+  type RateLimiter,
+  withMaxWait,
+} from "./lib/controller/rate_limiter.ts";
+
+export { type Clock, FakeClock, realClock, type TimerHandle } from "./lib/controller/clock.ts";
+
+export {
+  addFinalizer,
+  AlreadyOwnedError,
+  containsFinalizer,
+  createOrPatch,
+  type CreateOrPatchResult,
+  createOrUpdate,
+  type CreateOrUpdateResult,
+  getControllerOf,
+  hasControllerReference,
+  hasOwnerReference,
+  type MutateFn,
+  type ObjectClient,
+  type OperationResult,
+  type OwnerReferenceOptions,
+  removeFinalizer,
+  removeOwnerReference,
+  setControllerReference,
+  setOwnerReference,
+} from "./lib/util/controllerutil.ts";
+
+export {
+  type ConditionStatus,
+  findStatusCondition,
+  isStatusConditionFalse,
+  isStatusConditionPresentAndEqual,
+  isStatusConditionTrue,
+  type NewCondition,
+  removeStatusCondition,
+  setStatusCondition,
+  type SetStatusConditionOptions,
+} from "./lib/util/conditions.ts";
+
+export {
+  type EventOptions,
+  EventRecorder,
+  type EventRecorderClient,
+  type EventRecorderOptions,
+  type EventType,
+} from "./lib/util/events.ts";
+
+export {
   type CachedClient,
   type CachedClientOptions,
   type CachedReader,
@@ -173,6 +299,7 @@ export {
   type CacheGetOptions,
   type CacheListOptions,
   type CacheOptions,
+  type GetInformerOptions,
   type NamespaceConfig,
   newCache,
   type NewCacheOptions,

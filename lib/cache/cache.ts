@@ -108,6 +108,15 @@ export interface CacheGetOptions {
 export interface CacheListOptions
   extends Pick<ListOptions, "namespace" | "labelSelector" | "fieldSelector" | "limit" | "signal"> {}
 
+/** Options of {@linkcode Cache.getInformer}. */
+export interface GetInformerOptions {
+  /**
+   * Informers that hold only metadata (PartialObjectMetadata), separate from the kind's regular
+   * informers: for watching large kinds whose contents the controller does not need.
+   */
+  metadataOnly?: boolean;
+}
+
 /** A kind's informers (one per namespace), seen as one. */
 export interface SharedInformer<T extends KubeObject> {
   /** The kind. */
@@ -264,11 +273,20 @@ export class Cache {
     return scopes;
   }
 
-  #entry(type: ResourceType<KubeObject>, create: boolean): KindEntry | undefined {
-    const key = gvkKey(type);
+  /**
+   * A kind's entry, made on demand. `metadataOnly` asks for the separate metadata-only informers
+   * that controllers' `watchesMetadata` use; reads are served by the regular entry.
+   */
+  #entry(
+    type: ResourceType<KubeObject>,
+    create: boolean,
+    metadataOnly = false,
+  ): KindEntry | undefined {
+    const key = metadataOnly ? `${gvkKey(type)}#metadata` : gvkKey(type);
     const existing = this.#kinds.get(key);
     if (existing || !create) return existing;
     const scopes = this.#scopes(type);
+    if (metadataOnly) { for (const scope of scopes.values()) scope.metadataOnly = true; }
     const entry: KindEntry = {
       type,
       informers: new Map(),
@@ -324,12 +342,21 @@ export class Cache {
    * informer.addEventHandler({ onUpdate: (old, cm) => console.log("changed", cm.metadata?.name) });
    * ```
    */
-  getInformer<T extends KubeObject>(type: ResourceType<T>): Promise<SharedInformer<T>>;
+  getInformer<T extends KubeObject>(
+    type: ResourceType<T>,
+    options?: GetInformerOptions,
+  ): Promise<SharedInformer<T>>;
   /** The informers of a kind resolved by discovery. */
-  getInformer(type: GroupVersionKind): Promise<SharedInformer<Unstructured>>;
-  async getInformer(ref: ResourceRef<KubeObject>): Promise<SharedInformer<KubeObject>> {
+  getInformer(
+    type: GroupVersionKind,
+    options?: GetInformerOptions,
+  ): Promise<SharedInformer<Unstructured>>;
+  async getInformer(
+    ref: ResourceRef<KubeObject>,
+    options: GetInformerOptions = {},
+  ): Promise<SharedInformer<KubeObject>> {
     const type = await this.#resolve(ref);
-    return this.#entry(type, true)!.shared;
+    return this.#entry(type, true, options.metadataOnly ?? false)!.shared;
   }
 
   /**

@@ -1,0 +1,234 @@
+/**
+ * The controller builder, like controller-runtime's `builder` package:
+ *
+ * ```ts ignore
+ * newControllerManagedBy(mgr).for(Example).owns(Deployment)
+ *   .withOptions({ maxConcurrentReconciles: 10 }).complete(new ExampleReconciler(mgr));
+ * ```
+ *
+ * @module
+ */
+
+import type { KubeObject, ResourceType } from "../api/resource.ts";
+import type { Cache } from "../cache/cache.ts";
+import {
+  Controller,
+  type ControllerOptions,
+  type Logger,
+  type ReconcileFunc,
+  type Reconciler,
+  type Runnable,
+} from "./controller.ts";
+import type { Request } from "./event.ts";
+import { enqueueRequestForObject, enqueueRequestForOwner, type EventHandler } from "./handler.ts";
+import type { Predicate } from "./predicate.ts";
+import { kindSource, type Source } from "./source.ts";
+
+/**
+ * What a controller needs from its manager: the shared cache, a place to register itself as a
+ * runnable, and default options. The Manager implements it; tests can too.
+ */
+export interface ControllerHost {
+  /** The cache that kind sources read from. */
+  getCache(): Cache;
+  /** Registers a runnable to start with the host. */
+  add(runnable: Runnable): void;
+  /** Options every controller of this host starts from (metrics hooks, …). */
+  controllerDefaults?(): ControllerOptions;
+}
+
+/** Names taken per host: controller names must be unique, as in controller-runtime. */
+const takenNames = new WeakMap<ControllerHost, Set<string>>();
+
+/** Options of {@linkcode ControllerBuilder.for} and {@linkcode ControllerBuilder.watches}. */
+export interface WatchOptions<T extends KubeObject> {
+  /** Filters for this watch only. */
+  predicates?: Predicate<T>[];
+}
+
+/** Options of {@linkcode ControllerBuilder.owns}. */
+export interface OwnsOptions<T extends KubeObject> extends WatchOptions<T> {
+  /** Only objects whose controller reference points at the `for` kind; default true. */
+  onlyController?: boolean;
+}
+
+interface Watch {
+  type: ResourceType<KubeObject>;
+  handler: EventHandler<KubeObject>;
+  predicates: Predicate<KubeObject>[];
+  metadataOnly: boolean;
+}
+
+/** Collects what a controller watches and how it runs; see {@linkcode newControllerManagedBy}. */
+export class ControllerBuilder {
+  readonly #host: ControllerHost;
+  #for: Watch | undefined;
+  #owns: { type: ResourceType<KubeObject>; options: OwnsOptions<KubeObject> }[] = [];
+  #watches: Watch[] = [];
+  #rawSources: Source[] = [];
+  #globalPredicates: Predicate<KubeObject>[] = [];
+  #options: ControllerOptions = {};
+  #name: string | undefined;
+  #logConstructor: ((request?: Request) => Logger) | undefined;
+
+  /** Use {@linkcode newControllerManagedBy}. */
+  constructor(host: ControllerHost) {
+    this.#host = host;
+  }
+
+  /** The kind the controller reconciles: each of its events enqueues that object. Once only. */
+  for<T extends KubeObject>(type: ResourceType<T>, options: WatchOptions<T> = {}): this {
+    if (this.#for) throw new Error(`for() was already called with ${this.#for.type.kind}`);
+    this.#for = {
+      type: type as ResourceType<KubeObject>,
+      handler: enqueueRequestForObject(),
+      predicates: (options.predicates ?? []) as Predicate<KubeObject>[],
+      metadataOnly: false,
+    };
+    return this;
+  }
+
+  /** A kind the reconciled objects own: its events enqueue their owner of the `for` kind. */
+  owns<T extends KubeObject>(type: ResourceType<T>, options: OwnsOptions<T> = {}): this {
+    this.#owns.push({
+      type: type as ResourceType<KubeObject>,
+      options: options as OwnsOptions<KubeObject>,
+    });
+    return this;
+  }
+
+  /** Any kind, with any handler. */
+  watches<T extends KubeObject>(
+    type: ResourceType<T>,
+    handler: EventHandler<T>,
+    options: WatchOptions<T> = {},
+  ): this {
+    this.#watches.push({
+      type: type as ResourceType<KubeObject>,
+      handler: handler as EventHandler<KubeObject>,
+      predicates: (options.predicates ?? []) as Predicate<KubeObject>[],
+      metadataOnly: false,
+    });
+    return this;
+  }
+
+  /** Like {@linkcode ControllerBuilder.watches}, through metadata-only informers. */
+  watchesMetadata<T extends KubeObject>(
+    type: ResourceType<T>,
+    handler: EventHandler<T>,
+    options: WatchOptions<T> = {},
+  ): this {
+    this.#watches.push({
+      type: type as ResourceType<KubeObject>,
+      handler: handler as EventHandler<KubeObject>,
+      predicates: (options.predicates ?? []) as Predicate<KubeObject>[],
+      metadataOnly: true,
+    });
+    return this;
+  }
+
+  /** A source as it is (a channel source, …); `withEventFilter` does not apply to it. */
+  watchesRawSource(source: Source): this {
+    this.#rawSources.push(source);
+    return this;
+  }
+
+  /** Filters every `for`, `owns` and `watches` event. */
+  withEventFilter(predicate: Predicate<KubeObject>): this {
+    this.#globalPredicates.push(predicate);
+    return this;
+  }
+
+  /** Controller options (merged over the host's defaults). */
+  withOptions(options: ControllerOptions): this {
+    this.#options = { ...this.#options, ...options };
+    return this;
+  }
+
+  /** The controller's name; default the lower-case kind of `for`. Must be unique in the host. */
+  named(name: string): this {
+    this.#name = name;
+    return this;
+  }
+
+  /** Makes the logger of each reconcile. */
+  withLogConstructor(logConstructor: (request?: Request) => Logger): this {
+    this.#logConstructor = logConstructor;
+    return this;
+  }
+
+  /** Builds the controller and registers it with the host; returns it. */
+  build(reconciler: Reconciler | ReconcileFunc): Controller {
+    const name = this.#name ?? this.#for?.type.kind.toLowerCase();
+    if (!name) {
+      throw new Error("a controller needs for(type) or named(name) before complete()");
+    }
+    if (!this.#for && this.#owns.length > 0) {
+      throw new Error(`controller ${name}: owns() needs for() to know the owner kind`);
+    }
+    const taken = takenNames.get(this.#host) ?? new Set<string>();
+    if (taken.has(name)) {
+      throw new Error(
+        `a controller named ${name} already exists; give each controller a unique name with named()`,
+      );
+    }
+    const cache = this.#host.getCache();
+    const controller = new Controller(name, reconciler, {
+      ...this.#host.controllerDefaults?.(),
+      ...this.#options,
+      logConstructor: this.#logConstructor ?? this.#options.logConstructor,
+    });
+    const watches: Watch[] = [
+      ...(this.#for ? [this.#for] : []),
+      ...this.#owns.map(({ type, options }) => ({
+        type,
+        handler: enqueueRequestForOwner(this.#for!.type, {
+          onlyController: options.onlyController ?? true,
+        }),
+        predicates: options.predicates ?? [],
+        metadataOnly: false,
+      })),
+      ...this.#watches,
+    ];
+    for (const watch of watches) {
+      controller.watch(
+        kindSource(cache, watch.type, watch.handler, {
+          predicates: [...this.#globalPredicates, ...watch.predicates],
+          metadataOnly: watch.metadataOnly,
+        }),
+      );
+    }
+    for (const source of this.#rawSources) controller.watch(source);
+    taken.add(name);
+    takenNames.set(this.#host, taken);
+    this.#host.add(controller);
+    return controller;
+  }
+
+  /** Builds the controller and registers it with the host, like controller-runtime's `Complete`. */
+  complete(reconciler: Reconciler | ReconcileFunc): void {
+    this.build(reconciler);
+  }
+}
+
+/**
+ * Starts building a controller that the host (the Manager) runs.
+ *
+ * @example
+ * ```ts
+ * import { ConfigMap, Deployment, type ControllerHost, newControllerManagedBy } from "@rudder/operator";
+ *
+ * declare const mgr: ControllerHost;
+ * newControllerManagedBy(mgr)
+ *   .for(Deployment)
+ *   .owns(ConfigMap)
+ *   .withOptions({ maxConcurrentReconciles: 4 })
+ *   .complete(async (request, ctx) => {
+ *     ctx.log.info("reconciling {name}", { name: request.name });
+ *     return {};
+ *   });
+ * ```
+ */
+export function newControllerManagedBy(host: ControllerHost): ControllerBuilder {
+  return new ControllerBuilder(host);
+}

@@ -1,0 +1,326 @@
+/**
+ * The controller: sources fill a rate-limited work queue, and `maxConcurrentReconciles`
+ * workers call the reconciler, with controller-runtime's semantics for results and errors:
+ *
+ * - a thrown error (anything thrown, any rejected promise) ⇒ rate-limited requeue;
+ * - a {@linkcode TerminalError} ⇒ no requeue, logged and counted;
+ * - `{ requeueAfter: ms }` ⇒ forget the failures, queue again after `ms`;
+ * - `{ requeue: true }` ⇒ rate-limited requeue;
+ * - anything else ⇒ forget the failures, done.
+ *
+ * (In Go a reconcile may return a result together with an error, and the result is then
+ * ignored with a warning; here a throw carries no result, so there is nothing to ignore.)
+ *
+ * A key is never reconciled twice at once: the work queue hands it out again only after the
+ * reconcile before has finished. Workers start once every source has synced.
+ *
+ * @module
+ */
+
+import { getLogger } from "@logtape/logtape";
+import { type Request, requestKey } from "./event.ts";
+import type { RateLimiter } from "./rate_limiter.ts";
+import type { Source } from "./source.ts";
+import { type Clock } from "./clock.ts";
+import { WorkQueue, type WorkQueueMetrics } from "./workqueue.ts";
+
+/** What a reconcile returns: when, if at all, to look at the object again. */
+export interface Result {
+  /** Queue the request again through the rate limiter (after `requeueAfter`, if set, instead). */
+  requeue?: boolean;
+  /** Queue the request again after this many milliseconds. */
+  requeueAfter?: number;
+}
+
+/**
+ * The structured logger a reconcile gets. LogTape's `Logger` is one; messages are templates
+ * whose `{placeholders}` are filled from the properties, which also travel with the record.
+ */
+export interface Logger {
+  /** Logs at debug level. */
+  debug(message: string, properties?: Record<string, unknown>): void;
+  /** Logs at info level. */
+  info(message: string, properties?: Record<string, unknown>): void;
+  /** Logs at warning level. */
+  warn(message: string, properties?: Record<string, unknown>): void;
+  /** Logs at error level. */
+  error(message: string, properties?: Record<string, unknown>): void;
+  /** A logger whose records carry these properties too. */
+  with(properties: Record<string, unknown>): Logger;
+}
+
+/** What a reconcile gets besides its request. */
+export interface ReconcileContext {
+  /** Aborts when the controller stops or `reconciliationTimeout` passes. */
+  signal: AbortSignal;
+  /** A logger with `controller`, `namespace`, `name` and `reconcileID` set. */
+  log: Logger;
+  /** A unique id of this reconcile, for correlating log lines. */
+  reconcileID: string;
+}
+
+/** Drives one object towards its desired state. */
+export interface Reconciler {
+  /** Reconciles the object named by `request`. Throw to retry with backoff. */
+  reconcile(request: Request, ctx: ReconcileContext): Promise<Result | void> | Result | void;
+}
+
+/** A reconciler written as a plain function. */
+export type ReconcileFunc = (
+  request: Request,
+  ctx: ReconcileContext,
+) => Promise<Result | void> | Result | void;
+
+/**
+ * An error that retrying will not fix (invalid spec, …): the request is not queued again.
+ *
+ * @example
+ * ```ts
+ * import { TerminalError } from "@rudder/operator";
+ *
+ * function check(replicas: number): void {
+ *   if (replicas < 0) throw new TerminalError(`spec.replicas must not be negative, got ${replicas}`);
+ * }
+ * ```
+ */
+export class TerminalError extends Error {
+  /** Wraps `cause` (an error or a message) as terminal. */
+  constructor(cause: unknown) {
+    super(cause instanceof Error ? cause.message : String(cause), { cause });
+    this.name = "TerminalError";
+  }
+}
+
+/** True when `err` is, or wraps (through `cause`), a {@linkcode TerminalError}. */
+export function isTerminalError(err: unknown): boolean {
+  for (let e = err, depth = 0; e && depth < 10; depth++) {
+    if (e instanceof TerminalError) return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+/** Hooks for controller-runtime's controller metrics; every one optional. */
+export interface ControllerMetrics {
+  /** `controller_runtime_reconcile_total{result}`: success, error, requeue or requeue_after. */
+  reconcileTotal?(
+    controller: string,
+    result: "success" | "error" | "requeue" | "requeue_after",
+  ): void;
+  /** `controller_runtime_reconcile_errors_total`. */
+  reconcileErrors?(controller: string): void;
+  /** `controller_runtime_terminal_reconcile_errors_total`. */
+  terminalReconcileErrors?(controller: string): void;
+  /** `controller_runtime_reconcile_time_seconds`. */
+  reconcileTime?(controller: string, seconds: number): void;
+  /** `controller_runtime_active_workers`. */
+  activeWorkers?(controller: string, count: number): void;
+  /** `controller_runtime_max_concurrent_reconciles`. */
+  maxConcurrentReconciles?(controller: string, count: number): void;
+  /** The work queue's hooks (`workqueue_*`), per controller. */
+  workQueue?(controller: string): WorkQueueMetrics;
+}
+
+/** Options of a controller, as in controller-runtime's `controller.Options`. */
+export interface ControllerOptions {
+  /** Workers reconciling at once; default 1. */
+  maxConcurrentReconciles?: number;
+  /** Delays of rate-limited requeues; default exponential 5 ms → 1000 s with a 10 qps bucket. */
+  rateLimiter?: RateLimiter<Request>;
+  /** Milliseconds after which a reconcile's signal aborts; default none. */
+  reconciliationTimeout?: number;
+  /** Milliseconds to wait for the sources to sync before failing; default 2 min. */
+  cacheSyncTimeout?: number;
+  /** Run only on the elected leader; default true. */
+  needLeaderElection?: boolean;
+  /** Makes the logger of each reconcile (or of the controller, without a request). */
+  logConstructor?: (request?: Request) => Logger;
+  /** Metric hooks. */
+  metrics?: ControllerMetrics;
+  /** Clock of the work queue and its rate limiters (tests). */
+  clock?: Clock;
+}
+
+const DEFAULT_CACHE_SYNC_TIMEOUT_MS = 2 * 60 * 1000;
+
+/** Something a manager starts and stops. */
+export interface Runnable {
+  /** Runs until `signal` aborts; rejects when it cannot go on. */
+  start(signal: AbortSignal): Promise<void>;
+  /** Whether to run only on the elected leader. */
+  needLeaderElection?(): boolean;
+}
+
+/**
+ * A controller. Usually built with `newControllerManagedBy(mgr)`; usable on its own with
+ * {@linkcode Controller.watch} and {@linkcode Controller.start}.
+ *
+ * @example
+ * ```ts
+ * import { type Cache, ConfigMap, Controller, enqueueRequestForObject, kindSource } from "@rudder/operator";
+ *
+ * declare const cache: Cache;
+ * const controller = new Controller("configmaps", (request, ctx) => {
+ *   ctx.log.info("reconciling {name}", { name: request.name });
+ * });
+ * controller.watch(kindSource(cache, ConfigMap, enqueueRequestForObject()));
+ * // await controller.start(signal);
+ * ```
+ */
+export class Controller implements Runnable {
+  /** The controller's name, unique in its manager. */
+  readonly name: string;
+  /** The work queue of requests. */
+  readonly queue: WorkQueue<Request>;
+  readonly #reconciler: ReconcileFunc;
+  readonly #options: ControllerOptions;
+  readonly #sources: Source[] = [];
+  readonly #log: Logger;
+  #started: { signal: AbortSignal } | undefined;
+  #active = 0;
+
+  /** Creates a controller around a reconciler (an object with `reconcile`, or a function). */
+  constructor(
+    name: string,
+    reconciler: Reconciler | ReconcileFunc,
+    options: ControllerOptions = {},
+  ) {
+    if (!name) throw new Error("a controller needs a name");
+    this.name = name;
+    this.#reconciler = typeof reconciler === "function"
+      ? reconciler
+      : (request, ctx) => reconciler.reconcile(request, ctx);
+    this.#options = options;
+    this.queue = new WorkQueue<Request>({
+      name,
+      keyOf: requestKey,
+      rateLimiter: options.rateLimiter,
+      clock: options.clock,
+      metrics: options.metrics?.workQueue?.(name),
+    });
+    this.#log = options.logConstructor?.() ?? getLogger(["rudder", "controller", name]);
+  }
+
+  /** Whether the controller runs only on the elected leader. */
+  needLeaderElection(): boolean {
+    return this.#options.needLeaderElection ?? true;
+  }
+
+  /** Adds a source. After `start`, the source starts at once (without waiting for its sync). */
+  watch(source: Source): void {
+    this.#sources.push(source);
+    if (this.#started) {
+      source.start(this.#started.signal, this.queue).catch((err) =>
+        this.#log.error("Starting {source} failed: {error}", {
+          source: source.description,
+          error: err,
+        })
+      );
+    }
+  }
+
+  /**
+   * Starts the sources, waits for them to sync (at most `cacheSyncTimeout`), then runs the
+   * workers until `signal` aborts; resolves when in-flight reconciles have finished. Rejects
+   * when the sources do not sync in time, naming them.
+   */
+  async start(signal: AbortSignal): Promise<void> {
+    if (this.#started) throw new Error(`controller ${this.name} was already started`);
+    this.#started = { signal };
+    const workers = Math.max(1, this.#options.maxConcurrentReconciles ?? 1);
+    this.#options.metrics?.maxConcurrentReconciles?.(this.name, workers);
+    signal.addEventListener("abort", () => this.queue.shutDown(), { once: true });
+    for (const source of this.#sources) await source.start(signal, this.queue);
+    await this.#waitForSync(signal);
+    if (signal.aborted) return;
+    this.#log.info("Starting {workers} workers for controller {controller}", {
+      workers,
+      controller: this.name,
+    });
+    await Promise.all(Array.from({ length: workers }, () => this.#worker(signal)));
+    this.#log.info("Controller {controller} stopped", { controller: this.name });
+  }
+
+  async #waitForSync(signal: AbortSignal): Promise<void> {
+    const timeout = this.#options.cacheSyncTimeout ?? DEFAULT_CACHE_SYNC_TIMEOUT_MS;
+    const deadline = AbortSignal.timeout(timeout);
+    const stop = AbortSignal.any([signal, deadline]);
+    const synced = new Set<Source>();
+    await Promise.all(this.#sources.map(async (source) => {
+      try {
+        await source.waitForSync(stop);
+        synced.add(source);
+      } catch {
+        // Reported below, naming every source that did not sync.
+      }
+    }));
+    if (signal.aborted) return;
+    const missing = this.#sources.filter((source) => !synced.has(source));
+    if (missing.length > 0) {
+      throw new Error(
+        `controller ${this.name}: timed out after ${timeout} ms waiting for caches to sync: ` +
+          missing.map((source) => source.description).join(", "),
+      );
+    }
+  }
+
+  async #worker(signal: AbortSignal): Promise<void> {
+    for (;;) {
+      const next = await this.queue.get();
+      if (next.shutdown) return;
+      const request = next.item;
+      this.#options.metrics?.activeWorkers?.(this.name, ++this.#active);
+      try {
+        await this.#reconcileOne(request, next.priority, signal);
+      } finally {
+        this.#options.metrics?.activeWorkers?.(this.name, --this.#active);
+        this.queue.done(request);
+      }
+    }
+  }
+
+  /** Reconciles once; a requeue keeps the priority the request came out with. */
+  async #reconcileOne(request: Request, priority: number, stopping: AbortSignal): Promise<void> {
+    const reconcileID = crypto.randomUUID();
+    const log = (this.#options.logConstructor?.(request) ?? this.#log).with({
+      controller: this.name,
+      namespace: request.namespace,
+      name: request.name,
+      reconcileID,
+    });
+    const timeout = this.#options.reconciliationTimeout;
+    const signal = timeout ? AbortSignal.any([stopping, AbortSignal.timeout(timeout)]) : stopping;
+    const metrics = this.#options.metrics;
+    const started = performance.now();
+    let result: Result | void;
+    try {
+      result = await this.#reconciler(request, { signal, log, reconcileID });
+    } catch (err) {
+      metrics?.reconcileErrors?.(this.name);
+      metrics?.reconcileTotal?.(this.name, "error");
+      if (isTerminalError(err)) {
+        metrics?.terminalReconcileErrors?.(this.name);
+        this.queue.forget(request);
+        log.error("Reconciler error (terminal, not retried): {error}", { error: err });
+      } else {
+        this.queue.addRateLimited(request, { priority });
+        log.error("Reconciler error: {error}", { error: err });
+      }
+      return;
+    } finally {
+      metrics?.reconcileTime?.(this.name, (performance.now() - started) / 1000);
+    }
+    const after = result?.requeueAfter ?? 0;
+    if (after > 0) {
+      this.queue.forget(request);
+      this.queue.addAfter(request, after, { priority });
+      metrics?.reconcileTotal?.(this.name, "requeue_after");
+    } else if (result?.requeue) {
+      this.queue.addRateLimited(request, { priority });
+      metrics?.reconcileTotal?.(this.name, "requeue");
+    } else {
+      this.queue.forget(request);
+      metrics?.reconcileTotal?.(this.name, "success");
+    }
+  }
+}
