@@ -103,13 +103,7 @@ export class ControllerBuilder {
     handler: EventHandler<T>,
     options: WatchOptions<T> = {},
   ): this {
-    this.#watches.push({
-      type: type as ResourceType<KubeObject>,
-      handler: handler as EventHandler<KubeObject>,
-      predicates: (options.predicates ?? []) as Predicate<KubeObject>[],
-      metadataOnly: false,
-    });
-    return this;
+    return this.#watch(type, handler, options, false);
   }
 
   /** Like {@linkcode ControllerBuilder.watches}, through metadata-only informers. */
@@ -118,11 +112,20 @@ export class ControllerBuilder {
     handler: EventHandler<T>,
     options: WatchOptions<T> = {},
   ): this {
+    return this.#watch(type, handler, options, true);
+  }
+
+  #watch<T extends KubeObject>(
+    type: ResourceType<T>,
+    handler: EventHandler<T>,
+    options: WatchOptions<T>,
+    metadataOnly: boolean,
+  ): this {
     this.#watches.push({
       type: type as ResourceType<KubeObject>,
       handler: handler as EventHandler<KubeObject>,
       predicates: (options.predicates ?? []) as Predicate<KubeObject>[],
-      metadataOnly: true,
+      metadataOnly,
     });
     return this;
   }

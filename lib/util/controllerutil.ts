@@ -140,17 +140,29 @@ export async function createOrUpdate<T extends KubeObject>(
   obj: T | DeepReadonly<T>,
   mutate: MutateFn<T>,
 ): Promise<CreateOrUpdateResult<T>> {
-  const key = keyOf(obj as KubeObject, "createOrUpdate");
-  const existing = await current(client, obj, key);
-  if (existing === undefined) {
-    const desired = jsonClone(obj) as T;
-    await mutateChecked(mutate, desired, key);
-    return { result: "created", object: await client.create(desired) };
-  }
-  const desired = jsonClone(existing) as T;
-  await mutateChecked(mutate, desired, key);
+  const step = await createOrMutate(client, obj, mutate, "createOrUpdate");
+  if ("created" in step) return { result: "created", object: step.created };
+  const { existing, desired } = step;
   if (jsonEqual(existing, desired)) return { result: "unchanged", object: desired };
   return { result: "updated", object: await client.update(desired) };
+}
+
+/**
+ * The shared first half of createOrUpdate and createOrPatch: create the object (mutated) when
+ * it does not exist, else return the stored object and a mutated copy of it.
+ */
+async function createOrMutate<T extends KubeObject>(
+  client: ObjectClient,
+  obj: T | DeepReadonly<T>,
+  mutate: MutateFn<T>,
+  operation: string,
+): Promise<{ created: T } | { existing: T; desired: T }> {
+  const key = keyOf(obj as KubeObject, operation);
+  const existing = await current(client, obj, key);
+  const desired = jsonClone(existing ?? obj) as T;
+  await mutateChecked(mutate, desired, key);
+  if (existing === undefined) return { created: await client.create(desired) };
+  return { existing: existing as T, desired };
 }
 
 /** The object without `status`, and its `status`. */
@@ -191,15 +203,9 @@ export async function createOrPatch<T extends KubeObject>(
   obj: T | DeepReadonly<T>,
   mutate: MutateFn<T>,
 ): Promise<CreateOrPatchResult<T>> {
-  const key = keyOf(obj as KubeObject, "createOrPatch");
-  const existing = await current(client, obj, key);
-  if (existing === undefined) {
-    const desired = jsonClone(obj) as T;
-    await mutateChecked(mutate, desired, key);
-    return { result: "created", object: await client.create(desired) };
-  }
-  const desired = jsonClone(existing) as T;
-  await mutateChecked(mutate, desired, key);
+  const step = await createOrMutate(client, obj, mutate, "createOrPatch");
+  if ("created" in step) return { result: "created", object: step.created };
+  const { existing, desired } = step;
 
   const before = splitStatus(existing);
   const after = splitStatus(desired);
