@@ -211,6 +211,7 @@ export {
   type Reconciler,
   type Result,
   type Runnable,
+  type ScrapedQueue,
   TerminalError,
 } from "./lib/controller/controller.ts";
 

@@ -180,6 +180,9 @@ export class ControllerBuilder {
       ...this.#host.controllerDefaults?.(),
       ...this.#options,
       logConstructor: this.#logConstructor ?? this.#options.logConstructor,
+      logProperties: this.#for
+        ? { controllerGroup: this.#for.type.group, controllerKind: this.#for.type.kind }
+        : undefined,
     });
     const watches: Watch[] = [
       ...(this.#for ? [this.#for] : []),

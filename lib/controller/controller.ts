@@ -111,6 +111,11 @@ export interface ControllerMetrics {
   reconcileErrors?(controller: string): void;
   /** `controller_runtime_terminal_reconcile_errors_total`. */
   terminalReconcileErrors?(controller: string): void;
+  /**
+   * `controller_runtime_reconcile_panics_total`: reconciles that threw something that is not
+   * an Error (the nearest JavaScript has to a Go panic: a bug, not a reported failure).
+   */
+  reconcilePanics?(controller: string): void;
   /** `controller_runtime_reconcile_time_seconds`. */
   reconcileTime?(controller: string, seconds: number): void;
   /** `controller_runtime_active_workers`. */
@@ -119,6 +124,19 @@ export interface ControllerMetrics {
   maxConcurrentReconciles?(controller: string, count: number): void;
   /** The work queue's hooks (`workqueue_*`), per controller. */
   workQueue?(controller: string): WorkQueueMetrics;
+  /**
+   * Gives the metrics the controller's queue, for the gauges read at scrape time
+   * (`workqueue_unfinished_work_seconds`, `workqueue_longest_running_processor_seconds`).
+   */
+  registerQueue?(controller: string, queue: ScrapedQueue): void;
+}
+
+/** What scrape-time work-queue gauges read from a queue. */
+export interface ScrapedQueue {
+  /** Seconds of work in progress, summed over the items being processed. */
+  unfinishedWorkSeconds(): number;
+  /** Seconds the longest-running item has been processed. */
+  longestRunningProcessorSeconds(): number;
 }
 
 /** Options of a controller, as in controller-runtime's `controller.Options`. */
@@ -137,6 +155,8 @@ export interface ControllerOptions {
   logConstructor?: (request?: Request) => Logger;
   /** Metric hooks. */
   metrics?: ControllerMetrics;
+  /** Properties every reconcile's log records carry (the builder sets the kind's group and kind). */
+  logProperties?: Record<string, unknown>;
   /** Clock of the work queue and its rate limiters (tests). */
   clock?: Clock;
 }
@@ -199,6 +219,7 @@ export class Controller implements Runnable {
       metrics: options.metrics?.workQueue?.(name),
     });
     this.#log = options.logConstructor?.() ?? getLogger(["rudder", "controller", name]);
+    options.metrics?.registerQueue?.(name, this.queue);
   }
 
   /** Whether the controller runs only on the elected leader. */
@@ -283,6 +304,7 @@ export class Controller implements Runnable {
   async #reconcileOne(request: Request, priority: number, stopping: AbortSignal): Promise<void> {
     const reconcileID = crypto.randomUUID();
     const log = (this.#options.logConstructor?.(request) ?? this.#log).with({
+      ...this.#options.logProperties,
       controller: this.name,
       namespace: request.namespace,
       name: request.name,
@@ -298,6 +320,7 @@ export class Controller implements Runnable {
     } catch (err) {
       metrics?.reconcileErrors?.(this.name);
       metrics?.reconcileTotal?.(this.name, "error");
+      if (!(err instanceof Error)) metrics?.reconcilePanics?.(this.name);
       if (isTerminalError(err)) {
         metrics?.terminalReconcileErrors?.(this.name);
         this.queue.forget(request);
