@@ -10,6 +10,7 @@ import type { ListMeta } from "../api/generated/meta_v1.ts";
 import { RESTMapper } from "../api/discovery.ts";
 import {
   type GroupVersionKind,
+  isDefinedResource,
   isResourceType,
   type KubeObject,
   resourcePath,
@@ -18,6 +19,7 @@ import {
 } from "../api/resource.ts";
 import type { KubeConfig } from "../kube/config.ts";
 import { RestClient, type RestClientOptions } from "../kube/rest.ts";
+import { ApiError } from "../kube/errors.ts";
 import {
   type ApplyOptions,
   type CreateOptions,
@@ -167,6 +169,19 @@ export interface ClientOptions extends RestClientOptions {
   rest?: RestClient;
   /** A mapper to share instead of creating one. */
   mapper?: RESTMapper;
+  /**
+   * Resource types to register with the mapper, so that objects of their kinds resolve to
+   * them without discovery: custom resources made by `defineResource`, for `validate`.
+   */
+  types?: readonly ResourceType<KubeObject>[];
+  /**
+   * Validate objects before `create`, `update` and `status().update` when their resource type
+   * can (made by `defineResource`, and registered through `types` or the mapper): an object
+   * that does not fit its schema is rejected without a request, with the error the API server
+   * gives (a 422 Invalid {@linkcode ApiError} with a cause per field, so `isInvalid` holds).
+   * Objects of other kinds go unchecked. Default false: the API server validates anyway.
+   */
+  validate?: boolean;
 }
 
 const DEFAULT_PAGE_SIZE = 500;
@@ -181,10 +196,43 @@ function describe(obj: KubeObject): string {
 class ApiClient implements Client {
   readonly mapper: RESTMapper;
   readonly #rest: RestClient;
+  readonly #validate: boolean;
 
-  constructor(rest: RestClient, mapper: RESTMapper) {
+  constructor(rest: RestClient, mapper: RESTMapper, validate: boolean) {
     this.#rest = rest;
     this.mapper = mapper;
+    this.#validate = validate;
+  }
+
+  /** With `validate` on, rejects an object that does not fit its resource's schema. */
+  async #check(obj: KubeObject, signal?: AbortSignal): Promise<void> {
+    if (!this.#validate) return;
+    const type = await this.#resolve(obj, signal);
+    if (!isDefinedResource(type)) return;
+    const result = type.safeParse(obj);
+    if (result.success) return;
+    const name = obj.metadata?.name ?? obj.metadata?.generateName ?? "";
+    const issues = result.error.issues;
+    throw new ApiError({
+      apiVersion: "v1",
+      kind: "Status",
+      status: "Failure",
+      code: 422,
+      reason: "Invalid",
+      message: `${type.kind}.${type.group} ${JSON.stringify(name)} is invalid: ` +
+        issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join(", ") +
+        " (checked by the client)",
+      details: {
+        name,
+        group: type.group,
+        kind: type.plural,
+        causes: issues.map((i) => ({
+          reason: "FieldValueInvalid",
+          message: i.message,
+          field: i.path,
+        })),
+      },
+    }, { cause: result.error });
   }
 
   #resolve(type: ResourceRef<KubeObject>, signal?: AbortSignal): Promise<ResourceType<KubeObject>> {
@@ -274,6 +322,7 @@ class ApiClient implements Client {
   }
 
   async create<T extends KubeObject>(obj: T, options: CreateOptions = {}): Promise<T> {
+    await this.#check(obj, options.signal);
     const type = await this.#resolve(obj, options.signal);
     const namespace = this.#namespace(type, obj.metadata?.namespace, `create ${describe(obj)}`);
     const created = await this.#rest.request<Record<string, unknown>>({
@@ -287,6 +336,7 @@ class ApiClient implements Client {
   }
 
   async update<T extends KubeObject>(obj: T, options: UpdateOptions = {}): Promise<T> {
+    await this.#check(obj, options.signal);
     return await this.#write("PUT", obj, undefined, obj, "application/json", options);
   }
 
@@ -393,12 +443,13 @@ class ApiClient implements Client {
         signal: options.signal,
       });
     };
-    const update = <T extends KubeObject, B extends KubeObject = T>(
+    const update = async <T extends KubeObject, B extends KubeObject = T>(
       obj: T,
       options: UpdateOptions & SubResourceWriteOptions<B> = {},
     ): Promise<B> => {
       const { body, ...rest } = options;
-      return this.#write<B>("PUT", obj, name, body ?? obj, "application/json", rest);
+      if (name === "status" && body === undefined) await this.#check(obj, options.signal);
+      return await this.#write<B>("PUT", obj, name, body ?? obj, "application/json", rest);
     };
     const patch = <T extends KubeObject, B extends KubeObject = T>(
       obj: T,
@@ -431,5 +482,7 @@ class ApiClient implements Client {
  */
 export function newClient(config: KubeConfig, options: ClientOptions = {}): Client {
   const rest = options.rest ?? new RestClient(config, options);
-  return new ApiClient(rest, options.mapper ?? new RESTMapper(rest));
+  const mapper = options.mapper ?? new RESTMapper(rest);
+  for (const type of options.types ?? []) mapper.register(type);
+  return new ApiClient(rest, mapper, options.validate ?? false);
 }
