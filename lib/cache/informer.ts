@@ -424,7 +424,10 @@ export class Informer<T extends KubeObject> {
             needList = true;
           } else {
             this.#health.lastError = describeError(err);
-            const level = err instanceof IdleWatchError || err instanceof WatchDecodeError
+            // 429 is the API server pacing its clients (or a new CRD's storage warming up).
+            const level = isTooManyRequests(err)
+              ? "info"
+              : err instanceof IdleWatchError || err instanceof WatchDecodeError
               ? "warn"
               : "error";
             logger[level]("Watch of {informer} failed: {error}", {

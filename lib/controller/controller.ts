@@ -116,6 +116,8 @@ export interface ControllerMetrics {
    * an Error (the nearest JavaScript has to a Go panic: a bug, not a reported failure).
    */
   reconcilePanics?(controller: string): void;
+  /** `controller_runtime_reconcile_timeouts_total`: reconciles whose `reconciliationTimeout` fired. */
+  reconcileTimeouts?(controller: string): void;
   /** `controller_runtime_reconcile_time_seconds`. */
   reconcileTime?(controller: string, seconds: number): void;
   /** `controller_runtime_active_workers`. */
@@ -311,7 +313,8 @@ export class Controller implements Runnable {
       reconcileID,
     });
     const timeout = this.#options.reconciliationTimeout;
-    const signal = timeout ? AbortSignal.any([stopping, AbortSignal.timeout(timeout)]) : stopping;
+    const deadline = timeout ? AbortSignal.timeout(timeout) : undefined;
+    const signal = deadline ? AbortSignal.any([stopping, deadline]) : stopping;
     const metrics = this.#options.metrics;
     const started = performance.now();
     let result: Result | void;
@@ -332,6 +335,7 @@ export class Controller implements Runnable {
       return;
     } finally {
       metrics?.reconcileTime?.(this.name, (performance.now() - started) / 1000);
+      if (deadline?.aborted) metrics?.reconcileTimeouts?.(this.name);
     }
     const after = result?.requeueAfter ?? 0;
     if (after > 0) {

@@ -203,7 +203,7 @@ export class RestClient {
   readonly #maxRetries: number;
   readonly #limiter?: TokenBucket;
   readonly #onRequest?: (info: RequestInfo) => void;
-  readonly #host: string;
+  #host: string | undefined;
 
   /** Creates a client for `config`. */
   constructor(config: KubeConfig, options: RestClientOptions = {}) {
@@ -215,11 +215,6 @@ export class RestClient {
       this.#limiter = new TokenBucket(options.qps, options.burst ?? Math.max(1, options.qps));
     }
     this.#onRequest = options.onRequest;
-    try {
-      this.#host = new URL(config.server).host;
-    } catch {
-      this.#host = config.server;
-    }
   }
 
   /**
@@ -309,6 +304,18 @@ export class RestClient {
     }
   }
 
+  /** Host and port of the server, read once it is known (a Manager loads its config lazily). */
+  #hostName(): string {
+    if (this.#host === undefined && this.config.server) {
+      try {
+        this.#host = new URL(this.config.server).host;
+      } catch {
+        this.#host = this.config.server;
+      }
+    }
+    return this.#host ?? "";
+  }
+
   #report(
     method: string,
     path: string,
@@ -320,7 +327,7 @@ export class RestClient {
     try {
       this.#onRequest({
         method,
-        host: this.#host,
+        host: this.#hostName(),
         path,
         statusCode,
         durationMs: performance.now() - started,

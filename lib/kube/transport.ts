@@ -128,8 +128,11 @@ export function createTransport(config: KubeConfig, options: TransportOptions = 
     return current.fetcher;
   }
 
-  async function send(url: string, init: RequestInit): Promise<Response> {
+  async function send(path: string, init: RequestInit): Promise<Response> {
+    // Credentials first: a configuration that is still being loaded (a Manager's) fills in its
+    // server while they are fetched.
     const credentials = await config.auth.credentials(init.signal ?? undefined);
+    const url = config.server + (path.startsWith("/") ? path : `/${path}`);
     const headers = new Headers(init.headers);
     headers.set("User-Agent", userAgent);
     for (const [name, value] of Object.entries(credentials.headers ?? {})) {
@@ -142,14 +145,13 @@ export function createTransport(config: KubeConfig, options: TransportOptions = 
     config,
     async fetch(path: string, init: RequestInit = {}): Promise<Response> {
       if (closed) throw new Error(`transport to ${config.server} is closed`);
-      const url = config.server + (path.startsWith("/") ? path : `/${path}`);
-      const response = await send(url, init);
+      const response = await send(path, init);
       if (response.status !== 401 || !canResend(init.body) || !config.auth.invalidate) {
         return response;
       }
       if (!(await config.auth.invalidate())) return response;
       await response.body?.cancel();
-      return await send(url, init);
+      return await send(path, init);
     },
     close(): void {
       closed = true;

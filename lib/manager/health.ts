@@ -1,0 +1,133 @@
+/**
+ * Health and readiness probes, served with hono like kube-apiserver's own: `/healthz`,
+ * `/readyz`, `/healthz/<check>`, `/readyz/<check>`, and `?verbose` to list every check.
+ * Failing probes answer 500 and name the failing checks.
+ *
+ * @module
+ */
+
+import { Hono } from "hono";
+import type { InformerHealth } from "../cache/informer.ts";
+
+/** A check: resolves when healthy, throws (or rejects) with the reason when not. */
+export type Checker = (request?: Request) => void | Promise<void>;
+
+/** A named set of checks. */
+export class Checks {
+  readonly #checks = new Map<string, Checker>();
+  readonly #kind: string;
+
+  /** A set of checks called `kind` (`healthz` or `readyz`) in messages. */
+  constructor(kind: string) {
+    this.#kind = kind;
+  }
+
+  /** Adds a check; names are unique and may not contain `/`. */
+  add(name: string, check: Checker): void {
+    if (!name || name.includes("/")) {
+      throw new Error(`invalid ${this.#kind} check name ${JSON.stringify(name)}`);
+    }
+    if (this.#checks.has(name)) {
+      throw new Error(`a ${this.#kind} check named ${name} already exists`);
+    }
+    this.#checks.set(name, check);
+  }
+
+  /** Runs every check (or one) and reports each result. */
+  async run(request?: Request, only?: string): Promise<{ name: string; error?: string }[]> {
+    const names = only === undefined ? [...this.#checks.keys()] : [only];
+    return await Promise.all(names.map(async (name) => {
+      const check = this.#checks.get(name);
+      if (!check) return { name, error: "no such check" };
+      try {
+        await check(request);
+        return { name };
+      } catch (err) {
+        return { name, error: err instanceof Error ? err.message : String(err) };
+      }
+    }));
+  }
+
+  /** True when a check of this name exists. */
+  has(name: string): boolean {
+    return this.#checks.has(name);
+  }
+}
+
+/** A check that always passes, like controller-runtime's `healthz.Ping`. */
+export const ping: Checker = () => {};
+
+/**
+ * A readiness check over informers: every one has listed, and none is failing. A watch that is
+ * backing off after an error makes the check fail with that error, naming the informer.
+ */
+export function informersReady(health: () => InformerHealth[]): Checker {
+  return () => {
+    const problems: string[] = [];
+    for (const informer of health()) {
+      if (!informer.synced) problems.push(`${informer.description} has not synced`);
+      else if (informer.state === "Backoff") {
+        problems.push(
+          `${informer.description}: watch failing (${informer.lastError ?? "unknown"})`,
+        );
+      }
+    }
+    if (problems.length > 0) throw new Error(problems.join("; "));
+  };
+}
+
+async function answer(
+  checks: Checks,
+  request: Request,
+  only: string | undefined,
+  verbose: boolean,
+) {
+  if (only !== undefined && !checks.has(only)) {
+    return new Response(`no check named ${only}\n`, { status: 404 });
+  }
+  const results = await checks.run(request, only);
+  const failed = results.filter((r) => r.error !== undefined);
+  const lines = results
+    .filter((r) => verbose || r.error !== undefined)
+    .map((r) => r.error === undefined ? `[+]${r.name} ok` : `[-]${r.name} failed: ${r.error}`);
+  if (failed.length === 0) {
+    const body = verbose ? `${lines.join("\n")}\nok\n` : "ok\n";
+    return new Response(body, { status: 200, headers: { "Content-Type": "text/plain" } });
+  }
+  return new Response(`${lines.join("\n")}\nhealth check failed\n`, {
+    status: 500,
+    headers: { "Content-Type": "text/plain" },
+  });
+}
+
+/**
+ * The probe endpoints as a hono app.
+ *
+ * @example
+ * ```ts
+ * import { Checks, healthApp, ping } from "@rudder/operator";
+ *
+ * const healthz = new Checks("healthz");
+ * healthz.add("ping", ping);
+ * const app = healthApp(healthz, new Checks("readyz"));
+ * const response = await app.request("/healthz");
+ * console.log(response.status); // 200
+ * ```
+ */
+export function healthApp(
+  healthz: Checks,
+  readyz: Checks,
+): {
+  fetch(request: Request): Response | Promise<Response>;
+  request(path: string): Response | Promise<Response>;
+} {
+  const app = new Hono();
+  for (const [path, checks] of [["/healthz", healthz], ["/readyz", readyz]] as const) {
+    app.get(
+      path,
+      (c) => answer(checks, c.req.raw, undefined, c.req.query("verbose") !== undefined),
+    );
+    app.get(`${path}/:check`, (c) => answer(checks, c.req.raw, c.req.param("check"), true));
+  }
+  return app;
+}

@@ -1,0 +1,483 @@
+/**
+ * The Manager: owns the cache, the clients, the HTTP servers and every runnable (controllers
+ * above all), starts them in controller-runtime's order and stops them in reverse:
+ *
+ * ```
+ * start: HTTP servers (metrics, probes) → webhooks → caches (synced) → other runnables
+ *        → leader election → runnables that need leadership (controllers)
+ * stop:  the same, backwards, within gracefulShutdownTimeout
+ * ```
+ *
+ * `start()` resolves after a graceful stop (its signal aborted, or SIGTERM/SIGINT) and rejects
+ * when a runnable fails or leadership is lost ({@linkcode LeaderElectionLostError}).
+ *
+ * @module
+ */
+
+import { readFileSync } from "node:fs";
+import { hostname } from "node:os";
+import process from "node:process";
+import { getLogger } from "@logtape/logtape";
+import { RESTMapper } from "../api/discovery.ts";
+import { type Cache, type CacheOptions, newCache } from "../cache/cache.ts";
+import {
+  type CachedClient,
+  type CachedClientOptions,
+  newCachedClient,
+} from "../client/cached_client.ts";
+import { type Client, newClient } from "../client/client.ts";
+import type { ControllerHost } from "../controller/builder.ts";
+import type { ControllerOptions, Runnable } from "../controller/controller.ts";
+import { type AuthProvider, type KubeConfig, loadConfig } from "../kube/config.ts";
+import { RestClient } from "../kube/rest.ts";
+import {
+  controllerMetrics,
+  leaderElectionMetrics,
+  metricsApp,
+  registerProcessMetrics,
+  type Registry,
+  registry as defaultRegistry,
+  restClientMetrics,
+} from "../metrics/mod.ts";
+import { EventRecorder } from "../util/events.ts";
+import { type Checker, Checks, healthApp, informersReady } from "./health.ts";
+import { LeaderElectionLostError, LeaderElector } from "./leader_election.ts";
+import { type RunningServer, serve } from "./server.ts";
+
+export { LeaderElectionLostError };
+
+const IN_CLUSTER_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+
+/** Options of {@linkcode Manager}, named as in controller-runtime's `manager.Options`. */
+export interface ManagerOptions {
+  /** Where the API server is; default `loadConfig()` (loaded when first needed). */
+  config?: KubeConfig;
+  /** Address of the Prometheus metrics server, e.g. `":8080"`; default `":8080"`; `"0"` disables. */
+  metricsBindAddress?: string;
+  /**
+   * Authenticate and authorise scrapers with TokenReview and SubjectAccessReview (like
+   * controller-runtime's `filters.WithAuthenticationAndAuthorization`); with `metricsTLS` the
+   * server speaks HTTPS.
+   */
+  metricsSecure?: boolean;
+  /** PEM certificate and key for the metrics server. */
+  metricsTLS?: { cert: string; key: string };
+  /** Address of the `/healthz` and `/readyz` server, e.g. `":8081"`; default none. */
+  healthProbeBindAddress?: string;
+  /** Run leader-election runnables (controllers) only on the elected replica; default false. */
+  leaderElection?: boolean;
+  /** Name of the Lease; required with `leaderElection`. */
+  leaderElectionID?: string;
+  /** Namespace of the Lease; default the pod's own namespace (in-cluster). */
+  leaderElectionNamespace?: string;
+  /** Milliseconds a lease is valid without renewal; default 15 000. */
+  leaseDuration?: number;
+  /** Milliseconds the leader keeps trying to renew before giving up; default 10 000. */
+  renewDeadline?: number;
+  /** Milliseconds between tries; default 2 000. */
+  retryPeriod?: number;
+  /** Empty the lease on a graceful stop so the next replica leads at once; default false. */
+  leaderElectionReleaseOnCancel?: boolean;
+  /** Milliseconds a graceful stop may take before `start()` rejects; default 30 000. */
+  gracefulShutdownTimeout?: number;
+  /** Options of the manager's cache. */
+  cache?: CacheOptions;
+  /** Options of the manager's client. */
+  client?: CachedClientOptions;
+  /** Options of the webhook server (served with the webhook support, not yet). */
+  webhookServer?: { port?: number; host?: string; certDir?: string };
+  /** The registry metrics are served from; default the global `registry`. */
+  metricsRegistry?: Registry;
+}
+
+const DEFAULT_GRACEFUL_SHUTDOWN_MS = 30_000;
+
+/** A group of runnables sharing one stop signal. */
+class RunnableGroup {
+  readonly runnables: Runnable[] = [];
+  readonly #controller = new AbortController();
+  readonly #running: Promise<void>[] = [];
+  #started = false;
+  #onError: (err: unknown) => void = () => {};
+
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  add(runnable: Runnable): void {
+    this.runnables.push(runnable);
+    if (this.#started) this.#run(runnable);
+  }
+
+  start(onError: (err: unknown) => void): void {
+    this.#started = true;
+    this.#onError = onError;
+    for (const runnable of this.runnables) this.#run(runnable);
+  }
+
+  #run(runnable: Runnable): void {
+    this.#running.push(runnable.start(this.#controller.signal).catch((err) => this.#onError(err)));
+  }
+
+  /** Aborts the group's signal and waits for every runnable to return. */
+  async stop(): Promise<void> {
+    this.#controller.abort();
+    while (this.#running.length > 0) await Promise.all(this.#running.splice(0));
+  }
+}
+
+/** The in-cluster namespace, when running in a pod. */
+function inClusterNamespace(): string | undefined {
+  try {
+    return readFileSync(IN_CLUSTER_NAMESPACE_FILE, "utf8").trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A configuration that loads on first use: the Manager's constructor is synchronous (as in
+ * DESIGN.md §1), so its clients share this object, and the first request fills it in.
+ */
+function lazyConfig(
+  load: () => Promise<KubeConfig>,
+): { config: KubeConfig; loaded: () => Promise<KubeConfig> } {
+  let loading: Promise<KubeConfig> | undefined;
+  const config: KubeConfig = {
+    server: "",
+    namespace: "default",
+    source: "not loaded yet",
+    auth: undefined as unknown as AuthProvider,
+  };
+  const loaded = () => {
+    loading ??= load().then((real) => {
+      Object.assign(config, real);
+      return config;
+    });
+    return loading;
+  };
+  config.auth = {
+    credentials: async (signal) => {
+      const real = await loaded();
+      return await real.auth.credentials(signal);
+    },
+    invalidate: async () => {
+      const real = await loaded();
+      return (await real.auth.invalidate?.()) ?? false;
+    },
+  };
+  return { config, loaded };
+}
+
+/**
+ * Runs an operator: controllers, the shared cache, clients, leader election, metrics and health
+ * probes.
+ *
+ * @example
+ * ```ts ignore
+ * import { ConfigMap, Manager, newControllerManagedBy } from "@rudder/operator";
+ *
+ * const mgr = new Manager({
+ *   metricsBindAddress: "127.0.0.1:8080",
+ *   healthProbeBindAddress: ":8081",
+ *   leaderElection: true,
+ *   leaderElectionID: "example-leader",
+ * });
+ * newControllerManagedBy(mgr).for(ConfigMap).complete(async (request, ctx) => {
+ *   const cm = await mgr.getClient().get(ConfigMap, request);
+ *   ctx.log.info("seen {name}", { name: cm.metadata?.name });
+ * });
+ * await mgr.start(); // until SIGTERM or SIGINT
+ * ```
+ */
+export class Manager implements ControllerHost {
+  readonly #options: ManagerOptions;
+  readonly #config: KubeConfig;
+  readonly #loadConfig: () => Promise<KubeConfig>;
+  readonly #rest: RestClient;
+  readonly #apiReader: Client;
+  readonly #cache: Cache;
+  readonly #client: CachedClient;
+  readonly #registry: Registry;
+  readonly #healthz = new Checks("healthz");
+  readonly #readyz = new Checks("readyz");
+  readonly #others = new RunnableGroup();
+  readonly #leaderRunnables = new RunnableGroup();
+  readonly #recorders = new Map<string, EventRecorder>();
+  readonly #identity = `${hostname()}_${crypto.randomUUID()}`;
+  readonly #log = getLogger(["rudder", "manager"]);
+  #elected = Promise.withResolvers<void>();
+  #started = false;
+  #servers: { name: string; server: RunningServer }[] = [];
+
+  /** Creates a manager; nothing runs until {@linkcode Manager.start}. */
+  constructor(options: ManagerOptions = {}) {
+    this.#options = options;
+    if (options.config) {
+      this.#config = options.config;
+      this.#loadConfig = () => Promise.resolve(options.config!);
+    } else {
+      const lazy = lazyConfig(() => loadConfig());
+      this.#config = lazy.config;
+      this.#loadConfig = lazy.loaded;
+    }
+    this.#registry = options.metricsRegistry ?? defaultRegistry;
+    this.#rest = new RestClient(this.#config, { onRequest: restClientMetrics(this.#registry) });
+    const mapper = new RESTMapper(this.#rest);
+    this.#apiReader = newClient(this.#config, { rest: this.#rest, mapper });
+    this.#cache = newCache(this.#config, { ...options.cache, rest: this.#rest, mapper });
+    this.#client = newCachedClient(this.#cache, this.#apiReader, options.client);
+    this.#elected.promise.catch(() => {});
+    this.#readyz.add("informers", informersReady(() => this.#cache.health()));
+  }
+
+  /** The client reconcilers use: reads from the cache, writes to the API server. */
+  getClient(): CachedClient {
+    return this.#client;
+  }
+
+  /** A client that always reads from the API server. */
+  getAPIReader(): Client {
+    return this.#apiReader;
+  }
+
+  /** The shared cache. */
+  getCache(): Cache {
+    return this.#cache;
+  }
+
+  /** The configuration (filled in once loaded; see {@linkcode Manager.start}). */
+  getConfig(): KubeConfig {
+    return this.#config;
+  }
+
+  /** The metrics registry served on `/metrics`; register your own metrics here. */
+  getMetricsRegistry(): Registry {
+    return this.#registry;
+  }
+
+  /** This replica's identity in leader election: `hostname_uuid`. */
+  get identity(): string {
+    return this.#identity;
+  }
+
+  /** URL of the metrics server while it runs. */
+  get metricsURL(): string | undefined {
+    return this.#servers.find((s) => s.name === "metrics")?.server.url;
+  }
+
+  /** URL of the health-probe server while it runs. */
+  get healthProbeURL(): string | undefined {
+    return this.#servers.find((s) => s.name === "health")?.server.url;
+  }
+
+  /** Options every controller of this manager starts from: its metrics. */
+  controllerDefaults(): ControllerOptions {
+    return { metrics: controllerMetrics(this.#registry) };
+  }
+
+  /**
+   * An event recorder that reports as `name` (events.k8s.io/v1 `reportingController`), this
+   * replica being the `reportingInstance`.
+   */
+  getEventRecorderFor(name: string): EventRecorder {
+    let recorder = this.#recorders.get(name);
+    if (!recorder) {
+      recorder = new EventRecorder(this.#apiReader, {
+        reportingController: name,
+        reportingInstance: this.#identity,
+      });
+      this.#recorders.set(name, recorder);
+    }
+    return recorder;
+  }
+
+  /** Adds a liveness check served on `/healthz`. */
+  addHealthzCheck(name: string, check: Checker): void {
+    this.#healthz.add(name, check);
+  }
+
+  /** Adds a readiness check served on `/readyz`. Informer sync and watch health are built in. */
+  addReadyzCheck(name: string, check: Checker): void {
+    this.#readyz.add(name, check);
+  }
+
+  /**
+   * Adds a runnable. Those that need leader election (the default for controllers) run only on
+   * the leader; the others run on every replica, after the caches have synced.
+   */
+  add(runnable: Runnable): void {
+    const needsLeader = runnable.needLeaderElection?.() ?? true;
+    (needsLeader ? this.#leaderRunnables : this.#others).add(runnable);
+  }
+
+  /** Resolves when this replica leads (at once without leader election). */
+  elected(): Promise<void> {
+    return this.#elected.promise;
+  }
+
+  /**
+   * Runs everything until `signal` aborts — or, without a signal, until SIGTERM or SIGINT (a
+   * second signal exits at once). Resolves after a graceful stop; rejects when a runnable
+   * fails, when leadership is lost, or when the stop takes longer than
+   * `gracefulShutdownTimeout`. A second `start` is an error.
+   */
+  async start(signal?: AbortSignal): Promise<void> {
+    if (this.#started) throw new Error("the manager was already started");
+    this.#started = true;
+    const stop = new AbortController();
+    let failure: unknown;
+    const fail = (err: unknown) => {
+      failure ??= err;
+      stop.abort();
+    };
+    const removeSignalHandlers = signal ? () => {} : this.#handleSignals(stop);
+    signal?.addEventListener("abort", () => stop.abort(), { once: true });
+    if (signal?.aborted) stop.abort();
+
+    const cacheStop = new AbortController();
+    let cacheRun: Promise<void> | undefined;
+    let elector: LeaderElector | undefined;
+    let electorRun: Promise<void> | undefined;
+    const electorStop = new AbortController();
+    try {
+      await this.#loadConfig();
+      await this.#startServers();
+      // Webhooks would start here.
+      cacheRun = this.#cache.start(cacheStop.signal).catch(fail);
+      await this.#cache.waitForCacheSync(stop.signal);
+      this.#others.start(fail);
+      if (this.#options.leaderElection) {
+        elector = this.#elector();
+        electorRun = elector.run(electorStop.signal).catch(fail);
+        const won = await Promise.race([
+          elector.elected().then(() => true),
+          new Promise<false>((resolve) =>
+            stop.signal.addEventListener("abort", () => resolve(false), { once: true })
+          ),
+        ]);
+        if (won) {
+          this.#log.info("Elected leader as {identity}", { identity: this.#identity });
+          this.#elected.resolve();
+          this.#leaderRunnables.start(fail);
+        }
+      } else {
+        this.#elected.resolve();
+        this.#leaderRunnables.start(fail);
+      }
+      if (!stop.signal.aborted) {
+        await new Promise<void>((resolve) =>
+          stop.signal.addEventListener("abort", () => resolve(), { once: true })
+        );
+      }
+    } catch (err) {
+      fail(err);
+    } finally {
+      this.#log.info("Stopping the manager");
+      const stopped = this.#stopAll(cacheStop, electorStop, electorRun, cacheRun);
+      const timeout = this.#options.gracefulShutdownTimeout ?? DEFAULT_GRACEFUL_SHUTDOWN_MS;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const timedOut = new Promise<"timeout">((resolve) => {
+        timer = setTimeout(() => resolve("timeout"), timeout);
+      });
+      const outcome = await Promise.race([stopped.then(() => "stopped" as const), timedOut]);
+      clearTimeout(timer);
+      removeSignalHandlers();
+      this.#elected.reject(new Error("the manager stopped"));
+      if (outcome === "timeout") {
+        failure ??= new Error(
+          `failed waiting for all runnables to end within the grace period of ${timeout} ms`,
+        );
+      }
+    }
+    if (failure !== undefined) throw failure;
+  }
+
+  #elector(): LeaderElector {
+    const id = this.#options.leaderElectionID;
+    if (!id) throw new Error("leaderElection needs leaderElectionID: the name of the Lease");
+    const namespace = this.#options.leaderElectionNamespace ?? inClusterNamespace();
+    if (!namespace) {
+      throw new Error(
+        "leaderElection needs leaderElectionNamespace when not running in a cluster " +
+          `(no ${IN_CLUSTER_NAMESPACE_FILE})`,
+      );
+    }
+    return new LeaderElector({
+      client: this.#apiReader,
+      namespace,
+      name: id,
+      identity: this.#identity,
+      leaseDuration: this.#options.leaseDuration,
+      renewDeadline: this.#options.renewDeadline,
+      retryPeriod: this.#options.retryPeriod,
+      releaseOnCancel: this.#options.leaderElectionReleaseOnCancel,
+      metrics: leaderElectionMetrics(this.#registry),
+    });
+  }
+
+  async #startServers(): Promise<void> {
+    const metricsAddress = this.#options.metricsBindAddress ?? ":8080";
+    if (metricsAddress !== "0") {
+      registerProcessMetrics(this.#registry);
+      const app = metricsApp(
+        this.#registry,
+        this.#options.metricsSecure ? { secure: { rest: this.#rest } } : {},
+      );
+      this.#servers.push({
+        name: "metrics",
+        server: await serve(app.fetch, { address: metricsAddress, tls: this.#options.metricsTLS }),
+      });
+    }
+    const probeAddress = this.#options.healthProbeBindAddress;
+    if (probeAddress && probeAddress !== "0") {
+      const app = healthApp(this.#healthz, this.#readyz);
+      this.#servers.push({
+        name: "health",
+        server: await serve(app.fetch, { address: probeAddress }),
+      });
+    }
+    for (const { name, server } of this.#servers) {
+      this.#log.info("Serving {name} on {url}", { name, url: server.url });
+    }
+  }
+
+  /** Stops in reverse order: leader runnables, the lease, other runnables, caches, servers. */
+  async #stopAll(
+    cacheStop: AbortController,
+    electorStop: AbortController,
+    electorRun: Promise<void> | undefined,
+    cacheRun: Promise<void> | undefined,
+  ): Promise<void> {
+    await this.#leaderRunnables.stop();
+    electorStop.abort();
+    await electorRun;
+    await this.#others.stop();
+    await Promise.all([...this.#recorders.values()].map((r) => r.flush().catch(() => {})));
+    cacheStop.abort();
+    await cacheRun;
+    await Promise.all(this.#servers.map(({ server }) => server.stop()));
+    this.#servers = [];
+    this.#rest.close();
+  }
+
+  /** SIGTERM and SIGINT start a graceful stop; a second one exits at once. */
+  #handleSignals(stop: AbortController): () => void {
+    const onSignal = (name: string) => {
+      if (stop.signal.aborted) {
+        this.#log.warn("Second {signal}: exiting at once", { signal: name });
+        process.exit(1);
+      }
+      this.#log.info("{signal} received: stopping gracefully", { signal: name });
+      stop.abort();
+    };
+    const onTerm = () => onSignal("SIGTERM");
+    const onInt = () => onSignal("SIGINT");
+    process.on("SIGTERM", onTerm);
+    process.on("SIGINT", onInt);
+    return () => {
+      process.off("SIGTERM", onTerm);
+      process.off("SIGINT", onInt);
+    };
+  }
+}

@@ -1,0 +1,100 @@
+// Health probes, the runtime's HTTP server adapter, and the logging set-up.
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { Checks, healthApp, informersReady, ping } from "../../lib/manager/health.ts";
+import { parseAddress, serve } from "../../lib/manager/server.ts";
+import type { InformerHealth } from "../../lib/cache/informer.ts";
+
+function informer(overrides: Partial<InformerHealth>): InformerHealth {
+  return {
+    description: "ConfigMap",
+    state: "Watching",
+    synced: true,
+    lists: 1,
+    watches: 1,
+    ...overrides,
+  };
+}
+
+describe("health probes", () => {
+  it("answer 200 when every check passes and 500 naming the failing ones", async () => {
+    const healthz = new Checks("healthz");
+    const readyz = new Checks("readyz");
+    healthz.add("ping", ping);
+    let dbUp = false;
+    readyz.add("db", () => {
+      if (!dbUp) throw new Error("connection refused");
+    });
+    readyz.add("ping", ping);
+    const app = healthApp(healthz, readyz);
+
+    const live = await app.request("/healthz");
+    assert.equal(live.status, 200);
+    assert.equal(await live.text(), "ok\n");
+
+    const notReady = await app.request("/readyz");
+    assert.equal(notReady.status, 500);
+    assert.equal(await notReady.text(), "[-]db failed: connection refused\nhealth check failed\n");
+
+    const verbose = await (await app.request("/readyz?verbose")).text();
+    assert.match(verbose, /\[-\]db failed: connection refused/);
+    assert.match(verbose, /\[\+\]ping ok/);
+
+    assert.equal((await app.request("/readyz/ping")).status, 200);
+    assert.equal((await app.request("/readyz/db")).status, 500);
+    assert.equal((await app.request("/readyz/nothing")).status, 404);
+
+    dbUp = true;
+    assert.equal((await app.request("/readyz")).status, 200);
+    assert.match(
+      await (await app.request("/readyz?verbose")).text(),
+      /\[\+\]db ok\n\[\+\]ping ok\nok\n/,
+    );
+  });
+
+  it("refuse duplicate and invalid check names", () => {
+    const checks = new Checks("readyz");
+    checks.add("a", ping);
+    assert.throws(() => checks.add("a", ping), /already exists/);
+    assert.throws(() => checks.add("a/b", ping), /invalid readyz check name/);
+  });
+
+  it("report informers that have not synced or whose watch is failing", async () => {
+    let list: InformerHealth[] = [informer({ synced: false, state: "Listing" })];
+    const check = informersReady(() => list);
+    await assert.rejects(async () => await check(), /ConfigMap has not synced/);
+    list = [informer({ state: "Backoff", lastError: "connection reset" })];
+    await assert.rejects(
+      async () => await check(),
+      /ConfigMap: watch failing \(connection reset\)/,
+    );
+    list = [informer({})];
+    await check();
+  });
+});
+
+describe("serve", () => {
+  it("parses bind addresses", () => {
+    assert.deepEqual(parseAddress(":8080"), { hostname: "0.0.0.0", port: 8080 });
+    assert.deepEqual(parseAddress("127.0.0.1:0"), { hostname: "127.0.0.1", port: 0 });
+    assert.deepEqual(parseAddress("[::1]:9443"), { hostname: "::1", port: 9443 });
+    assert.deepEqual(parseAddress("8081"), { hostname: "0.0.0.0", port: 8081 });
+    assert.throws(() => parseAddress("localhost"), /invalid bind address "localhost"/);
+    assert.throws(() => parseAddress(":99999"), /port too large/);
+  });
+
+  it("serves a handler on a free loopback port until stopped", async () => {
+    const server = await serve((request) => new Response(new URL(request.url).pathname), {
+      address: "127.0.0.1:0",
+    });
+    try {
+      assert.ok(server.port > 0);
+      assert.equal(server.url, `http://127.0.0.1:${server.port}`);
+      const response = await fetch(`${server.url}/hello`);
+      assert.equal(await response.text(), "/hello");
+    } finally {
+      await server.stop();
+    }
+    await assert.rejects(fetch(`${server.url}/hello`));
+  });
+});
