@@ -75,6 +75,54 @@ export {
 
 export { isNoKindMatch, NoKindMatchError, RESTMapper } from "./lib/api/discovery.ts";
 
+export {
+  type CustomObject,
+  type DefinedResource,
+  defineResource,
+  formatFieldPath,
+  isDefinedResource,
+  type ObjectOf,
+  type ResourceDefinition,
+  type SafeParseResult,
+  ValidationError,
+  type ValidationIssue,
+} from "./lib/api/resource.ts";
+
+export type {
+  CELValidation,
+  CustomResourceDefinitionManifest,
+  CustomResourceDefinitionSpec,
+  PrinterColumn,
+  PrinterColumnType,
+  ScaleSubresource,
+  SelectableField,
+  SubresourceOptions,
+  VersionDefinition,
+  VersionOptions,
+} from "./lib/api/crd.ts";
+
+export {
+  celRule,
+  embeddedResource,
+  intOrString,
+  type JSONSchemaProps,
+  type KubernetesSchemaMeta,
+  listType,
+  mapType,
+  StructuralSchemaError,
+  toStructuralSchema,
+  type ValidationRule,
+} from "./lib/api/schema.ts";
+
+export {
+  conditionSchema,
+  conditionsSchema,
+  labelSelectorSchema,
+  objectMetaSchema,
+  ownerReferenceSchema,
+  phaseSchema,
+} from "./lib/api/meta.ts";
+
 export type * as admissionregistrationv1 from "./lib/api/generated/admissionregistration_v1.ts";
 export type * as apiextensionsv1 from "./lib/api/generated/apiextensions_v1.ts";
 export type * as appsv1 from "./lib/api/generated/apps_v1.ts";
@@ -246,6 +294,43 @@ export {
 export { type Clock, FakeClock, realClock, type TimerHandle } from "./lib/controller/clock.ts";
 
 export {
+  type AuthenticationAndAuthorizationOptions,
+  controllerMetrics,
+  type ControllerRuntimeMetrics,
+  Counter,
+  DEFAULT_AUTH_CACHE_TTL_MS,
+  DEFAULT_BUCKETS,
+  exponentialBuckets,
+  type FetchHandler,
+  Gauge,
+  Histogram,
+  type HistogramOptions,
+  leaderElectionMetrics,
+  linearBuckets,
+  Metric,
+  type MetricLabels,
+  type MetricOptions,
+  type MetricsApp,
+  metricsApp,
+  type MetricsAppOptions,
+  type MetricType,
+  NO_ANSWER_CODE,
+  type ProcessMetricsOptions,
+  RECONCILE_RESULTS,
+  RECONCILE_TIME_BUCKETS,
+  registerProcessMetrics,
+  Registry,
+  registry,
+  type RequestFilter,
+  restClientMetrics,
+  TEXT_CONTENT_TYPE,
+  withAuthenticationAndAuthorization,
+  WORKQUEUE_DURATION_BUCKETS,
+} from "./lib/metrics/mod.ts";
+/** Prometheus metrics with controller-runtime's names; `metrics.registry` is the global registry. */
+export * as metrics from "./lib/metrics/mod.ts";
+
+export {
   addFinalizer,
   AlreadyOwnedError,
   containsFinalizer,
@@ -402,3 +487,25 @@ export {
   type WatchEvent,
   type WatchEventType,
 } from "./lib/kube/watch.ts";
+
+export { type Checker, Checks, healthApp, informersReady, ping } from "./lib/manager/health.ts";
+
+export {
+  LeaderElectionLostError,
+  type LeaderElectionMetrics,
+  type LeaderElectionOptions,
+  LeaderElector,
+  type LeaseKey,
+} from "./lib/manager/leader_election.ts";
+
+export { Manager, type ManagerOptions } from "./lib/manager/manager.ts";
+
+export {
+  type Handler,
+  parseAddress,
+  type RunningServer,
+  serve,
+  type ServeOptions,
+} from "./lib/manager/server.ts";
+
+export { configureLogging, type LoggingOptions } from "./lib/util/logging.ts";

@@ -1,0 +1,35 @@
+/**
+ * The `Example` custom resource of DESIGN.md §1: a spec with a replica count, and a status
+ * that follows the Phase + Conditions convention.
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import { conditionsSchema, defineResource, type ObjectOf, phaseSchema } from "../../../mod.ts";
+
+/** The Example kind: its resource type, CRD, validator and TypeScript type in one. */
+export const Example = defineResource({
+  group: "example.com",
+  version: "v1alpha1",
+  kind: "Example",
+  scope: "Namespaced",
+  shortNames: ["ex"],
+  spec: z.object({
+    replicas: z.number().int().min(0).default(1).describe("Pods the Example's Deployment runs."),
+    image: z.string().default("registry.k8s.io/pause:3.10").describe("Image of those pods."),
+  }),
+  status: z.object({
+    phase: phaseSchema(["Pending", "Running", "Deleting"]).optional(),
+    observedGeneration: z.number().int().optional(),
+    conditions: conditionsSchema.optional(),
+  }),
+  printerColumns: [
+    { name: "Replicas", jsonPath: ".spec.replicas" },
+    { name: "Phase", jsonPath: ".status.phase" },
+    { name: "Age", jsonPath: ".metadata.creationTimestamp", type: "date" },
+  ],
+});
+
+/** An Example object. */
+export type Example = ObjectOf<typeof Example>;

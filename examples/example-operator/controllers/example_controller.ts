@@ -1,0 +1,136 @@
+/**
+ * The Example reconciler: each Example owns a Deployment with `spec.replicas` pods; its status
+ * reports the phase and a Ready condition; a finalizer lets it clean up before it goes away.
+ *
+ * @module
+ */
+
+import {
+  addFinalizer,
+  containsFinalizer,
+  createOrUpdate,
+  Deployment,
+  type EventRecorder,
+  ignoreNotFound,
+  type Manager,
+  mergeFrom,
+  newControllerManagedBy,
+  type ReconcileContext,
+  type Reconciler,
+  removeFinalizer,
+  type Request,
+  type Result,
+  setControllerReference,
+  setStatusCondition,
+} from "../../../mod.ts";
+import type { appsv1, corev1 } from "../../../mod.ts";
+import { Example } from "../api/example.ts";
+
+type DeploymentSpec = appsv1.DeploymentSpec;
+type PodTemplateSpec = corev1.PodTemplateSpec;
+
+/** The finalizer that makes deletion wait for the reconciler's clean-up. */
+export const FINALIZER = "example.com/cleanup";
+
+/** How long a healthy Example waits before it is looked at again. */
+export const RESYNC_MS = 5 * 60_000;
+
+/** Reconciles Example objects. */
+export class ExampleReconciler implements Reconciler {
+  readonly #mgr: Manager;
+  readonly #recorder: EventRecorder;
+
+  /** A reconciler using the manager's client and an event recorder. */
+  constructor(mgr: Manager) {
+    this.#mgr = mgr;
+    this.#recorder = mgr.getEventRecorderFor("example-controller");
+  }
+
+  /** Drives one Example towards its spec. */
+  async reconcile(req: Request, ctx: ReconcileContext): Promise<Result> {
+    const client = this.#mgr.getClient();
+    const instance = await client.get(Example, req).catch(ignoreNotFound);
+    if (!instance) return {}; // deleted: nothing to do
+
+    if (instance.metadata?.deletionTimestamp) {
+      if (!containsFinalizer(instance, FINALIZER)) return {};
+      // The Deployment goes with its owner (garbage collection); here the clean-up is a log and
+      // an event, then the finalizer is removed and the Example disappears.
+      ctx.log.info("Cleaning up Example {name}", { name: req.name });
+      this.#recorder.event(instance, "Normal", "CleanedUp", "Delete", "finalizer ran");
+      const done = structuredClone(instance) as Example;
+      removeFinalizer(done, FINALIZER);
+      await client.patch(done, mergeFrom(instance as Example));
+      return {};
+    }
+
+    if (!containsFinalizer(instance, FINALIZER)) {
+      const withFinalizer = structuredClone(instance) as Example;
+      addFinalizer(withFinalizer, FINALIZER);
+      await client.patch(withFinalizer, mergeFrom(instance as Example));
+      // The patch's own event brings the Example back with its finalizer.
+      return {};
+    }
+
+    const labels = { "app.kubernetes.io/name": "example", "example.com/instance": req.name };
+    const { result } = await createOrUpdate<Deployment>(
+      client,
+      {
+        apiVersion: "apps/v1",
+        kind: "Deployment",
+        metadata: { name: req.name, namespace: req.namespace },
+      },
+      (deployment) => {
+        // Set only the fields this operator owns: the API server defaults the rest, and
+        // replacing the whole spec would undo its defaults and update on every pass.
+        const spec: DeploymentSpec = deployment.spec ??= {
+          selector: { matchLabels: labels },
+          template: {},
+        };
+        spec.replicas = instance.spec.replicas;
+        spec.selector ??= { matchLabels: labels }; // immutable once created
+        const template: PodTemplateSpec = spec.template ??= {};
+        template.metadata = {
+          ...template.metadata,
+          labels: { ...template.metadata?.labels, ...labels },
+        };
+        const pod = template.spec ??= { containers: [] };
+        const app = pod.containers.find((c) => c.name === "app");
+        if (app) app.image = instance.spec.image;
+        else pod.containers.push({ name: "app", image: instance.spec.image });
+        setControllerReference(instance, deployment);
+      },
+    );
+    if (result !== "unchanged") {
+      ctx.log.info("Deployment {name} {result}", { name: req.name, result });
+      this.#recorder.event(instance, "Normal", "Deployed", "Reconcile", `Deployment ${result}`);
+    }
+
+    const updated = structuredClone(instance) as Example;
+    const status = (updated.status ??= {});
+    status.phase = "Running";
+    status.observedGeneration = instance.metadata?.generation;
+    status.conditions ??= [];
+    setStatusCondition(status.conditions, {
+      type: "Ready",
+      status: "True",
+      reason: "DeploymentReady",
+      message: `Deployment ${req.name} runs ${instance.spec.replicas} replicas`,
+      observedGeneration: instance.metadata?.generation,
+    });
+    if (JSON.stringify(updated.status) !== JSON.stringify(instance.status)) {
+      await client.status().patch(updated, mergeFrom(instance as Example));
+      ctx.log.info("Example {name} is {phase}", { name: req.name, phase: status.phase });
+    }
+    return { requeueAfter: RESYNC_MS };
+  }
+}
+
+/** Registers the Example controller with the manager: for Examples, owning Deployments. */
+export function setupExampleController(mgr: Manager): void {
+  newControllerManagedBy(mgr)
+    .for(Example)
+    .owns(Deployment)
+    .withOptions({ maxConcurrentReconciles: 10 })
+    .complete(new ExampleReconciler(mgr));
+}
