@@ -261,6 +261,7 @@ export {
   type Runnable,
   type ScrapedQueue,
   TerminalError,
+  type WatchedKind,
 } from "./lib/controller/controller.ts";
 
 export {

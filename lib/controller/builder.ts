@@ -196,6 +196,14 @@ export class ControllerBuilder {
       })),
       ...this.#watches,
     ];
+    if (this.#for) controller.watched.push({ type: this.#for.type, role: "for" });
+    for (const { type } of this.#owns) controller.watched.push({ type, role: "owns" });
+    for (const watch of this.#watches) {
+      controller.watched.push({
+        type: watch.type,
+        role: watch.metadataOnly ? "metadata" : "watches",
+      });
+    }
     for (const watch of watches) {
       controller.watch(
         kindSource(cache, watch.type, watch.handler, {

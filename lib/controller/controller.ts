@@ -18,6 +18,7 @@
  */
 
 import { getLogger } from "@logtape/logtape";
+import type { KubeObject, ResourceType } from "../api/resource.ts";
 import { type Request, requestKey } from "./event.ts";
 import type { RateLimiter } from "./rate_limiter.ts";
 import type { Source } from "./source.ts";
@@ -165,6 +166,14 @@ export interface ControllerOptions {
 
 const DEFAULT_CACHE_SYNC_TIMEOUT_MS = 2 * 60 * 1000;
 
+/** A kind a controller watches, and how: what `rudder manifests` derives RBAC rules from. */
+export interface WatchedKind {
+  /** The kind. */
+  type: ResourceType<KubeObject>;
+  /** `for` (reconciled), `owns` (created and owned), `watches` or `metadata` (read only). */
+  role: "for" | "owns" | "watches" | "metadata";
+}
+
 /** Something a manager starts and stops. */
 export interface Runnable {
   /** Runs until `signal` aborts; rejects when it cannot go on. */
@@ -194,6 +203,8 @@ export class Controller implements Runnable {
   readonly name: string;
   /** The work queue of requests. */
   readonly queue: WorkQueue<Request>;
+  /** The kinds the builder declared (`for`, `owns`, `watches`), for RBAC generation. */
+  readonly watched: WatchedKind[] = [];
   readonly #reconciler: ReconcileFunc;
   readonly #options: ControllerOptions;
   readonly #sources: Source[] = [];

@@ -2,7 +2,8 @@
 // clock. The full loop against the real API server is in tests/integration/controller.test.ts.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { ConfigMap } from "../../lib/api/builtins.ts";
+import { ConfigMap, Pod, Secret } from "../../lib/api/builtins.ts";
+import { enqueueRequestForObject } from "../../lib/controller/handler.ts";
 import type { Cache } from "../../lib/cache/cache.ts";
 import { type ControllerHost, newControllerManagedBy } from "../../lib/controller/builder.ts";
 import { FakeClock } from "../../lib/controller/clock.ts";
@@ -159,8 +160,14 @@ describe("newControllerManagedBy", () => {
 
   it("names controllers after the for kind, keeps names unique per host, and registers them", () => {
     const h = host();
-    const controller = newControllerManagedBy(h).for(ConfigMap).build(() => ({}));
+    const controller = newControllerManagedBy(h).for(ConfigMap).owns(Secret)
+      .watchesMetadata(Pod, enqueueRequestForObject()).build(() => ({}));
     assert.equal(controller.name, "configmap");
+    assert.deepEqual(controller.watched.map((w) => [w.type.kind, w.role]), [
+      ["ConfigMap", "for"],
+      ["Secret", "owns"],
+      ["Pod", "metadata"],
+    ]);
     assert.deepEqual(h.runnables, [controller]);
     assert.throws(
       () => newControllerManagedBy(h).for(ConfigMap).complete(() => ({})),
