@@ -18,6 +18,12 @@ import {
 } from "../../mod.ts";
 import { setupExampleController } from "./controllers/example_controller.ts";
 
+/** Registers the operator's controllers and checks with a manager (`rudder manifests` calls it). */
+export function setup(mgr: Manager): void {
+  mgr.addHealthzCheck("ping", () => {});
+  setupExampleController(mgr);
+}
+
 /** The manager of DESIGN.md §1, with its controller registered. */
 export function createManager(overrides: Partial<ManagerOptions> = {}): Manager {
   const mgr = new Manager({
@@ -28,8 +34,7 @@ export function createManager(overrides: Partial<ManagerOptions> = {}): Manager 
     leaderElectionNamespace: process.env.LEADER_ELECTION_NAMESPACE,
     ...overrides,
   });
-  mgr.addHealthzCheck("ping", () => {});
-  setupExampleController(mgr);
+  setup(mgr);
   return mgr;
 }
 

@@ -1,0 +1,332 @@
+/**
+ * `rudder build`: the operator as one self-contained executable, for a distroless image.
+ *
+ * - `--runtime deno` (the default): `deno compile` with only the permissions the operator
+ *   needs — network to the API server and its own bind addresses, reading the service-account
+ *   directory, the environment variables its configuration comes from, the host name
+ *   (leader-election identity) and home directory (`~/.kube/config`) — plus what
+ *   `rudder.json` adds.
+ *   `deno compile` downloads its runtime (`denort`) on first use; when it cannot, the error
+ *   says so and suggests `DENORT_BIN` or `--runtime bun`.
+ * - `--runtime bun`: `bun build --compile`.
+ *
+ * @module
+ */
+
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, statSync } from "node:fs";
+import { dirname, relative, resolve } from "node:path";
+import { parseAddress } from "../lib/manager/server.ts";
+import {
+  choiceFlag,
+  type CommandIO,
+  type CommandSpec,
+  listFlag,
+  parseCommandArgs,
+  stringFlag,
+  UsageError,
+} from "./args.ts";
+import {
+  findProjectDir,
+  loadProject,
+  type ProjectSettings,
+  type Runtime,
+  runtimeExecutable,
+} from "./project.ts";
+
+/** Deno's compile targets and the names Bun gives the same platforms. */
+export const TARGETS: Readonly<Record<string, string>> = {
+  "x86_64-unknown-linux-gnu": "bun-linux-x64",
+  "aarch64-unknown-linux-gnu": "bun-linux-arm64",
+  "x86_64-apple-darwin": "bun-darwin-x64",
+  "aarch64-apple-darwin": "bun-darwin-arm64",
+  "x86_64-pc-windows-msvc": "bun-windows-x64",
+};
+
+/** Normalizes a target given either way (`x86_64-unknown-linux-gnu` or `bun-linux-x64`). */
+export function resolveTarget(target: string): { deno: string; bun: string } {
+  if (target in TARGETS) return { deno: target, bun: TARGETS[target] };
+  const deno = Object.keys(TARGETS).find((key) => TARGETS[key] === target);
+  if (deno) return { deno, bun: target };
+  throw new UsageError(
+    `unknown --target "${target}"; one of: ${Object.keys(TARGETS).join(", ")} ` +
+      `(or Bun's names: ${Object.values(TARGETS).join(", ")})`,
+    "build",
+  );
+}
+
+/** The service-account directory an operator reads its token, CA and namespace from. */
+const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/**
+ * Environment variables the operator reads: `loadConfig` (`KUBECONFIG`, the in-cluster
+ * `KUBERNETES_SERVICE_*`), those the generated Deployment sets for the generated `main.ts`, and
+ * the `yaml` package's debug switches (`LOG_TOKENS`, `LOG_STREAM`), read on every kubeconfig
+ * parse. Deno throws on reading any variable not granted.
+ */
+export const OPERATOR_ENV = [
+  "HEALTH_PROBE_BIND_ADDRESS",
+  "KUBECONFIG",
+  "KUBERNETES_SERVICE_HOST",
+  "KUBERNETES_SERVICE_PORT",
+  "LEADER_ELECTION_NAMESPACE",
+  "LOG_STREAM",
+  "LOG_TOKENS",
+  "METRICS_BIND_ADDRESS",
+];
+
+/**
+ * Files the operator reads: the service account. (Deno lets only `--allow-all` read `/proc`,
+ * so a compiled operator serves the process metrics that need no `/proc`: CPU time, resident
+ * memory and start time.)
+ */
+export const OPERATOR_READ = [SERVICE_ACCOUNT_DIR];
+
+/** `host:port` as Deno's `--allow-net` spells a listening address. */
+function listenHost(address: string): string | undefined {
+  if (address === "0") return undefined;
+  const { hostname, port } = parseAddress(address);
+  return hostname.includes(":") ? `[${hostname}]:${port}` : `${hostname}:${port}`;
+}
+
+/** The permission flags of `deno compile`, and notes about them for the user. */
+export function denoPermissionFlags(
+  settings: Pick<
+    ProjectSettings,
+    "metricsBindAddress" | "healthProbeBindAddress" | "permissions"
+  >,
+  extra: { apiServers?: string[]; read?: string[] } = {},
+): { flags: string[]; notes: string[] } {
+  const unique = (values: (string | undefined)[]) =>
+    [...new Set(values.filter((v): v is string => !!v))].sort();
+  const notes: string[] = [];
+  const apiServers = unique([...(extra.apiServers ?? []), ...settings.permissions.apiServers]);
+  const flags: string[] = [];
+  if (apiServers.length > 0) {
+    const net = unique([
+      ...apiServers,
+      listenHost(settings.metricsBindAddress),
+      listenHost(settings.healthProbeBindAddress),
+      ...settings.permissions.net,
+    ]);
+    flags.push(`--allow-net=${net.join(",")}`);
+  } else {
+    flags.push("--allow-net");
+    notes.push(
+      "network access is not limited to the API server: its address differs per cluster. " +
+        "Pass --api-server <host:port> (the cluster's KUBERNETES_SERVICE_HOST:" +
+        "KUBERNETES_SERVICE_PORT) or list it in rudder.json permissions.apiServers to limit it",
+    );
+  }
+  flags.push(
+    `--allow-read=${
+      unique([...OPERATOR_READ, ...(extra.read ?? []), ...settings.permissions.read])
+        .join(",")
+    }`,
+  );
+  flags.push(`--allow-env=${unique([...OPERATOR_ENV, ...settings.permissions.env]).join(",")}`);
+  // hostname: the leader-election identity; homedir: loadConfig's ~/.kube/config fallback.
+  flags.push("--allow-sys=homedir,hostname");
+  return { flags, notes };
+}
+
+/** What `rudder build` runs. */
+export interface BuildPlan {
+  command: string;
+  args: string[];
+  /** The executable it writes. */
+  output: string;
+  notes: string[];
+}
+
+/** Options of {@linkcode buildPlan}. */
+export interface BuildOptions {
+  runtime: Runtime;
+  target?: string;
+  /** Output path, relative to the project; default `dist/<name>`. */
+  out?: string;
+  apiServers?: string[];
+  read?: string[];
+  /** Executable of the runtime; default found with `runtimeExecutable`. */
+  executable?: string;
+}
+
+/** The command line that compiles the project. */
+export function buildPlan(
+  settings: ProjectSettings,
+  options: BuildOptions,
+  env: Record<string, string | undefined> = {},
+): BuildPlan {
+  const target = options.target ? resolveTarget(options.target) : undefined;
+  const windows = target?.deno.includes("windows") ?? false;
+  const output = resolve(
+    settings.dir,
+    options.out ?? `dist/${settings.name}${windows ? ".exe" : ""}`,
+  );
+  const command = options.executable ?? runtimeExecutable(options.runtime, env);
+  if (options.runtime === "bun") {
+    return {
+      command,
+      args: [
+        "build",
+        "--compile",
+        ...(target ? [`--target=${target.bun}`] : []),
+        "--outfile",
+        output,
+        settings.main,
+      ],
+      output,
+      notes: [],
+    };
+  }
+  const { flags, notes } = denoPermissionFlags(settings, {
+    apiServers: options.apiServers,
+    read: options.read,
+  });
+  const config = resolve(settings.dir, "deno.json");
+  return {
+    command,
+    args: [
+      "compile",
+      ...flags,
+      ...(existsSync(config) ? ["--config", config] : []),
+      ...(target ? ["--target", target.deno] : []),
+      "--output",
+      output,
+      settings.main,
+    ],
+    output,
+    notes,
+  };
+}
+
+/**
+ * When `deno compile` failed for want of `denort` (the runtime it copies into the executable,
+ * downloaded on first use), a message saying so and what to do; otherwise undefined.
+ */
+export function explainDenoCompileFailure(
+  output: string,
+  env: Record<string, string | undefined>,
+  target?: string,
+): string | undefined {
+  const aboutDenort = /denort|dl\.deno\.land|base binary/i.test(output);
+  if (!aboutDenort) return undefined;
+  // deno colours its output even into a pipe; the colour codes go.
+  // deno-lint-ignore no-control-regex
+  const lines = output.split("\n").map((line) => line.replace(/\x1b\[[0-9;]*m/g, "").trim());
+  const cause =
+    lines.find((line) =>
+      /Could not find denort|error sending request|failed to|denied|timed out/i.test(line)
+    )?.replace(/^\d+:\s*/, "") ?? lines.find((line) => line.startsWith("error:")) ?? "";
+  const platform = target ? ` for ${target}` : "";
+  const what = env.DENORT_BIN
+    ? `deno compile could not use DENORT_BIN=${env.DENORT_BIN} as its runtime (denort)`
+    : "deno compile could not download denort, the Deno runtime it copies into the executable " +
+      "(it fetches it from dl.deno.land on first use)";
+  return `${what}${cause ? `: ${cause}` : ""}.\n` +
+    `Set DENORT_BIN to a denort binary of the same Deno version${platform}, ` +
+    "or build with --runtime bun (bun build --compile needs no download).";
+}
+
+/** `rudder build`. */
+export const buildSpec: CommandSpec = {
+  name: "build",
+  summary: "compile the operator into one self-contained executable",
+  positionals: [],
+  flags: {
+    dir: {
+      type: "string",
+      value: "<project>",
+      description: "The operator project (default: the nearest directory with rudder.json).",
+    },
+    runtime: {
+      type: "string",
+      value: "deno|bun",
+      description: "deno compile (default) or bun build --compile.",
+    },
+    target: {
+      type: "string",
+      value: "<triple>",
+      description: "Platform, e.g. x86_64-unknown-linux-gnu (default: this machine's).",
+    },
+    out: {
+      type: "string",
+      value: "<path>",
+      description: "The executable, relative to the project (default: dist/<name>).",
+    },
+    "api-server": {
+      type: "string",
+      multiple: true,
+      value: "<host:port>",
+      description: "Deno: the only API server the executable may reach.",
+    },
+    "allow-read": {
+      type: "string",
+      multiple: true,
+      value: "<path>",
+      description: "Deno: another file it may read, e.g. a kubeconfig for use outside a cluster.",
+    },
+  },
+  details: [
+    "Targets: " + Object.keys(TARGETS).join(", ") + "; Bun's names work too.",
+    "Deno's permissions come from the operator's needs and rudder.json's permissions field.",
+  ],
+  examples: [
+    "rudder build",
+    "rudder build --api-server 10.96.0.1:443 --target x86_64-unknown-linux-gnu",
+    "rudder build --runtime bun --out dist/my-operator",
+  ],
+};
+
+function formatSize(bytes: number): string {
+  return bytes >= 1024 * 1024
+    ? `${(bytes / (1024 * 1024)).toFixed(1)} MiB`
+    : `${(bytes / 1024).toFixed(1)} KiB`;
+}
+
+/** Runs `rudder build`. */
+export async function runBuild(args: string[], io: CommandIO): Promise<number> {
+  const parsed = parseCommandArgs(buildSpec, args);
+  if (!parsed) return 0;
+  const runtime = choiceFlag(parsed, "runtime", ["deno", "bun"] as const, "deno", "build");
+  const target = stringFlag(parsed, "target");
+  if (target) resolveTarget(target); // a usage error before anything runs
+  const dirFlag = stringFlag(parsed, "dir");
+  const settings = loadProject(dirFlag ? resolve(io.cwd, dirFlag) : findProjectDir(io.cwd));
+  const plan = buildPlan(settings, {
+    runtime,
+    target,
+    out: stringFlag(parsed, "out"),
+    apiServers: listFlag(parsed, "api-server"),
+    read: listFlag(parsed, "allow-read").map((path) => resolve(io.cwd, path)),
+  }, io.env);
+  for (const note of plan.notes) io.err(`note: ${note}`);
+  mkdirSync(dirname(plan.output), { recursive: true });
+  io.err(`$ ${[plan.command, ...plan.args].join(" ")}`);
+
+  const child = spawn(plan.command, plan.args, {
+    cwd: settings.dir,
+    env: io.env as Record<string, string>,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  const collect = (chunk: Buffer) => {
+    output += chunk;
+  };
+  child.stdout!.on("data", collect);
+  child.stderr!.on("data", collect);
+  const code = await new Promise<number | null>((resolveExit, reject) => {
+    child.on("error", reject);
+    child.on("close", (exitCode) => resolveExit(exitCode));
+  });
+  if (code !== 0) {
+    const explained = runtime === "deno"
+      ? explainDenoCompileFailure(output, io.env, target && resolveTarget(target).deno)
+      : undefined;
+    io.err(output.trimEnd());
+    throw new Error(explained ?? `${runtime} exited with ${code}; its output is above`);
+  }
+  const size = statSync(plan.output).size;
+  io.out(`${relative(io.cwd, plan.output) || plan.output} (${formatSize(size)})`);
+  return 0;
+}

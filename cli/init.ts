@@ -1,0 +1,172 @@
+/**
+ * `rudder init <dir>`: a new operator project (see `templates.ts` for its files). With
+ * `--local <checkout>` the project imports that Rudder checkout instead of the published
+ * package, so it builds and runs with no registry at all.
+ *
+ * @module
+ */
+
+import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { basename, dirname, join, relative, resolve } from "node:path";
+import {
+  booleanFlag,
+  type CommandIO,
+  type CommandSpec,
+  parseCommandArgs,
+  stringFlag,
+  UsageError,
+} from "./args.ts";
+import { toDnsLabel } from "./project.ts";
+import { type DependencyVersions, scaffold, type ScaffoldOptions } from "./templates.ts";
+
+/** The npm packages a new project may import, at the versions Rudder itself uses. */
+export const DEPENDENCY_VERSIONS: DependencyVersions = {
+  zod: "4.6.7",
+  "@logtape/logtape": "2.4.2",
+};
+
+/** The files a checkout must have for `--local` to work. */
+const CHECKOUT_FILES = ["mod.ts", "lib/testing/mod.ts", "lib/api/zod.ts", "cli/main.ts"];
+
+/** Checks the options of `rudder init`; throws a UsageError naming the first bad one. */
+export function validateScaffoldOptions(options: ScaffoldOptions): void {
+  if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(options.name)) {
+    throw new UsageError(
+      `--name must be a DNS label (lower-case letters, digits, '-'), got "${options.name}"`,
+      "init",
+    );
+  }
+  if (!/^[A-Z][A-Za-z0-9]{0,62}$/.test(options.kind)) {
+    throw new UsageError(
+      `--kind must be UpperCamelCase letters and digits, e.g. Memcached, got "${options.kind}"`,
+      "init",
+    );
+  }
+  const label = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
+  if (!new RegExp(`^${label}(\\.${label})+$`).test(options.group) || options.group.length > 253) {
+    throw new UsageError(
+      `--group must be a DNS subdomain with a dot, e.g. cache.example.com, got "${options.group}"`,
+      "init",
+    );
+  }
+  if (!/^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$/.test(options.version)) {
+    throw new UsageError(
+      `--version must be a Kubernetes API version like v1, v1beta1 or v1alpha1, got "${options.version}"`,
+      "init",
+    );
+  }
+}
+
+/** `rudder init`. */
+export const initSpec: CommandSpec = {
+  name: "init",
+  summary: "create a new operator project",
+  positionals: ["<dir>"],
+  flags: {
+    name: {
+      type: "string",
+      value: "<name>",
+      description: "The operator's name, a DNS label (default: the directory's name).",
+    },
+    group: {
+      type: "string",
+      value: "<group>",
+      description: "API group of its custom resource (default: example.com).",
+    },
+    version: {
+      type: "string",
+      value: "<version>",
+      description: "API version of its custom resource (default: v1alpha1).",
+    },
+    kind: {
+      type: "string",
+      value: "<Kind>",
+      description: "Kind of its custom resource (default: Example).",
+    },
+    local: {
+      type: "string",
+      value: "<checkout>",
+      description: "Import this Rudder checkout instead of jsr:@rudder/operator (no registry).",
+    },
+    force: {
+      type: "boolean",
+      description: "Write into a directory that is not empty (existing files are overwritten).",
+    },
+  },
+  examples: [
+    "rudder init memcached-operator --group cache.example.com --version v1alpha1 --kind Memcached",
+    "rudder init ./my-operator --local ~/src/rudder",
+  ],
+};
+
+/** Runs `rudder init`. */
+export function runInit(args: string[], io: CommandIO): number {
+  const parsed = parseCommandArgs(initSpec, args);
+  if (!parsed) return 0;
+  const dir = resolve(io.cwd, parsed.positionals[0]);
+  const localFlag = stringFlag(parsed, "local");
+  const options: ScaffoldOptions = {
+    name: stringFlag(parsed, "name", toDnsLabel(basename(dir))),
+    group: stringFlag(parsed, "group", "example.com"),
+    version: stringFlag(parsed, "version", "v1alpha1"),
+    kind: stringFlag(parsed, "kind", "Example"),
+    ...(localFlag !== undefined ? { local: resolve(io.cwd, localFlag) } : {}),
+  };
+  validateScaffoldOptions(options);
+  if (options.local) {
+    const missing = CHECKOUT_FILES.filter((file) => !existsSync(join(options.local!, file)));
+    if (missing.length > 0) {
+      throw new UsageError(
+        `--local ${options.local} is not a Rudder checkout: it lacks ${missing.join(", ")}`,
+        "init",
+      );
+    }
+  }
+  if (existsSync(dir) && readdirSync(dir).length > 0 && !booleanFlag(parsed, "force")) {
+    throw new Error(`${dir} is not empty; choose another directory or pass --force`);
+  }
+
+  const files = scaffold(options, DEPENDENCY_VERSIONS);
+  io.out(dir);
+  for (const [path, content] of files) {
+    const target = join(dir, path);
+    mkdirSync(dirname(target), { recursive: true });
+    writeFileSync(target, content);
+    io.out(`  ${path}`);
+  }
+  if (options.local) linkNodeTypes(options.local, dir, io);
+
+  const inside = relative(io.cwd, dir);
+  const shown = inside === "" ? "." : inside.startsWith("..") ? dir : inside;
+  io.err(
+    [
+      `Created the ${options.name} operator (${options.kind}.${options.group}/${options.version}) in ${shown}.`,
+      "Next:",
+      `  cd ${shown}`,
+      "  deno task test        # or: bun test",
+      "  deno task dev         # runs it against a local control plane",
+      "  deno task manifests && deno task build",
+    ].join("\n"),
+  );
+  return 0;
+}
+
+/**
+ * With `--local` the project resolves npm packages from the checkout (Deno's `nodeModulesDir:
+ * "manual"`), and Deno's type checker then looks for Node's types in the project's own
+ * `node_modules/@types/node`: link the checkout's there.
+ */
+function linkNodeTypes(checkout: string, dir: string, io: CommandIO): void {
+  const types = join(checkout, "node_modules", "@types", "node");
+  const link = join(dir, "node_modules", "@types", "node");
+  if (!existsSync(types)) {
+    io.err(
+      `warning: ${types} does not exist (run \`npm ci\` in the checkout); ` +
+        "until it does, `deno check` and `deno test` cannot find Node's types",
+    );
+    return;
+  }
+  if (existsSync(link)) return;
+  mkdirSync(dirname(link), { recursive: true });
+  symlinkSync(types, link, "dir");
+}

@@ -1,0 +1,259 @@
+/**
+ * An operator project as the CLI sees it: its directory, its settings (`rudder.json`, every
+ * field optional), and the runtimes that run it.
+ *
+ * ```json
+ * {
+ *   "name": "memcached-operator",
+ *   "namespace": "memcached-operator-system",
+ *   "image": "memcached-operator:0.1.0",
+ *   "main": "main.ts",
+ *   "setup": "setup",
+ *   "api": ["api/memcached.ts"],
+ *   "metricsBindAddress": ":8080",
+ *   "healthProbeBindAddress": ":8081",
+ *   "rbac": [{ "apiGroups": [""], "resources": ["secrets"], "verbs": ["get"] }],
+ *   "permissions": { "apiServers": [], "net": [], "read": [], "env": [] }
+ * }
+ * ```
+ *
+ * @module
+ */
+
+import { accessSync, constants, existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { basename, delimiter, dirname, extname, join, resolve } from "node:path";
+import process from "node:process";
+import { fileURLToPath } from "node:url";
+import { z } from "zod";
+
+/** The file that holds a project's settings. */
+export const SETTINGS_FILE = "rudder.json";
+
+/** A rule of a ClusterRole, as in `rbac.authorization.k8s.io/v1`. */
+export interface PolicyRule {
+  apiGroups?: string[];
+  resources?: string[];
+  resourceNames?: string[];
+  nonResourceURLs?: string[];
+  verbs: string[];
+}
+
+const ruleSchema = z.strictObject({
+  apiGroups: z.array(z.string()).optional(),
+  resources: z.array(z.string()).optional(),
+  resourceNames: z.array(z.string()).optional(),
+  nonResourceURLs: z.array(z.string()).optional(),
+  verbs: z.array(z.string()).min(1),
+});
+
+const settingsSchema = z.strictObject({
+  $schema: z.string().optional(),
+  name: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, {
+    message: "must be a DNS label: lower-case letters, digits and '-', at most 63",
+  }).optional(),
+  namespace: z.string().optional(),
+  image: z.string().optional(),
+  main: z.string().optional(),
+  setup: z.string().optional(),
+  api: z.array(z.string()).optional(),
+  metricsBindAddress: z.string().optional(),
+  healthProbeBindAddress: z.string().optional(),
+  rbac: z.array(ruleSchema).optional(),
+  permissions: z.strictObject({
+    apiServers: z.array(z.string()).optional(),
+    net: z.array(z.string()).optional(),
+    read: z.array(z.string()).optional(),
+    env: z.array(z.string()).optional(),
+  }).optional(),
+});
+
+/** Extra Deno permissions an operator needs besides those `rudder build` derives. */
+export interface ExtraPermissions {
+  /** `host:port` of API servers the binary may reach (a cluster's service address). */
+  apiServers: string[];
+  /** Other hosts it may reach. */
+  net: string[];
+  /** Files or directories it may read. */
+  read: string[];
+  /** Environment variables it may read. */
+  env: string[];
+}
+
+/** A project's settings with every default applied. */
+export interface ProjectSettings {
+  /** Absolute path of the project. */
+  dir: string;
+  /** The operator's name: a DNS label, the prefix of its Kubernetes objects. */
+  name: string;
+  /** The namespace it is deployed to; default `<name>-system`. */
+  namespace: string;
+  /** Its container image; default `<name>:latest`. */
+  image: string;
+  /** Its entry point, relative to `dir`; default `main.ts`. */
+  main: string;
+  /** The export of `main` that registers the controllers with a manager; default `setup`. */
+  setup: string;
+  /** Modules whose exports with a `crd()` method are the project's CRDs; default `api/*.ts`. */
+  api: string[];
+  /** Metrics address in the cluster; default `:8080`. */
+  metricsBindAddress: string;
+  /** Health-probe address in the cluster; default `:8081`. */
+  healthProbeBindAddress: string;
+  /** ClusterRole rules beyond those derived from the controllers. */
+  rbac: PolicyRule[];
+  /** Deno permissions beyond those `rudder build` derives. */
+  permissions: ExtraPermissions;
+}
+
+/** The nearest directory from `start` upwards that holds `rudder.json`; else `start`. */
+export function findProjectDir(start: string): string {
+  for (let dir = resolve(start);; dir = dirname(dir)) {
+    if (existsSync(join(dir, SETTINGS_FILE))) return dir;
+    if (dirname(dir) === dir) return resolve(start);
+  }
+}
+
+/** A DNS label made from any name: `My_Operator` → `my-operator`. */
+export function toDnsLabel(name: string): string {
+  const label = name.toLowerCase().replace(/[^a-z0-9-]+/g, "-").replace(/^-+|-+$/g, "")
+    .slice(0, 63).replace(/-+$/, "");
+  return label || "operator";
+}
+
+/** Reads `rudder.json` (when present) and applies the defaults. */
+export function loadProject(dir: string): ProjectSettings {
+  const root = resolve(dir);
+  if (!existsSync(root) || !statSync(root).isDirectory()) {
+    throw new Error(`${root} is not a directory`);
+  }
+  const file = join(root, SETTINGS_FILE);
+  let raw: unknown = {};
+  if (existsSync(file)) {
+    try {
+      raw = JSON.parse(readFileSync(file, "utf8"));
+    } catch (err) {
+      throw new Error(`${file}: ${err instanceof Error ? err.message : err}`);
+    }
+  }
+  const parsed = settingsSchema.safeParse(raw);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) =>
+      `${issue.path.join(".") || "(top level)"}: ${issue.message}`
+    );
+    throw new Error(`${file}: ${problems.join("; ")}`);
+  }
+  const settings = parsed.data;
+  const name = settings.name ?? toDnsLabel(basename(root));
+  const main = settings.main ?? "main.ts";
+  if (!existsSync(join(root, main))) {
+    throw new Error(
+      `${join(root, main)} does not exist: run rudder in an operator project (one made by ` +
+        `\`rudder init\`), or set "main" in ${SETTINGS_FILE}`,
+    );
+  }
+  return {
+    dir: root,
+    name,
+    namespace: settings.namespace ?? `${name}-system`,
+    image: settings.image ?? `${name}:latest`,
+    main,
+    setup: settings.setup ?? "setup",
+    api: settings.api ?? defaultApiModules(root),
+    metricsBindAddress: settings.metricsBindAddress ?? ":8080",
+    healthProbeBindAddress: settings.healthProbeBindAddress ?? ":8081",
+    rbac: settings.rbac ?? [],
+    permissions: {
+      apiServers: settings.permissions?.apiServers ?? [],
+      net: settings.permissions?.net ?? [],
+      read: settings.permissions?.read ?? [],
+      env: settings.permissions?.env ?? [],
+    },
+  };
+}
+
+/** Every module in `api/`, tests left out, sorted. */
+function defaultApiModules(root: string): string[] {
+  const dir = join(root, "api");
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((file) => /\.(ts|js|mts|mjs)$/.test(file) && !/[._]test\.[mc]?[tj]s$/.test(file))
+    .sort()
+    .map((file) => `api/${file}`);
+}
+
+/** The two runtimes an operator runs on. */
+export type Runtime = "deno" | "bun";
+
+/** The runtime running this process. */
+export function currentRuntime(): Runtime {
+  return "Deno" in globalThis ? "deno" : "bun";
+}
+
+function isExecutable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** Where this checkout keeps the pinned runtimes (`npm ci` installs them). */
+const CHECKOUT_RUNTIMES: Record<Runtime, string> = {
+  deno: "../node_modules/deno/deno",
+  bun: "../node_modules/bun/bin/bun.exe",
+};
+
+/**
+ * The executable of `runtime`: this process's own when it is that runtime, else the first on
+ * `PATH`, else the one this checkout's `node_modules` holds. Throws naming where it looked.
+ */
+export function runtimeExecutable(
+  runtime: Runtime,
+  env: Record<string, string | undefined>,
+): string {
+  if (runtime === currentRuntime()) return process.execPath;
+  for (const dir of (env.PATH ?? "").split(delimiter).filter(Boolean)) {
+    const candidate = join(dir, runtime);
+    if (isExecutable(candidate)) return candidate;
+  }
+  if (import.meta.url.startsWith("file:")) {
+    const bundled = fileURLToPath(new URL(CHECKOUT_RUNTIMES[runtime], import.meta.url));
+    if (isExecutable(bundled)) return bundled;
+  }
+  throw new Error(
+    `${runtime} was not found on PATH; install it (https://${
+      runtime === "deno" ? "deno.com" : "bun.sh"
+    }) ` +
+      `or run rudder with ${runtime} itself`,
+  );
+}
+
+/** The command that runs the TypeScript module `file` on `runtime`. */
+export function runModuleCommand(
+  runtime: Runtime,
+  file: string,
+  env: Record<string, string | undefined>,
+  options: { config?: string } = {},
+): { command: string; args: string[] } {
+  const command = runtimeExecutable(runtime, env);
+  if (runtime === "deno") {
+    return {
+      command,
+      args: ["run", "-A", ...(options.config ? ["--config", options.config] : []), file],
+    };
+  }
+  return { command, args: [file] };
+}
+
+/**
+ * How a child process runs this CLI: the path of its `main` module, or its `jsr:` specifier
+ * when it was loaded from JSR (a JSR package is imported through its exports only).
+ */
+export function cliEntrypoint(): string {
+  const here = new URL(import.meta.url);
+  const main = new URL(`./main${extname(here.pathname)}`, here);
+  if (main.protocol === "file:") return fileURLToPath(main);
+  const jsr = main.href.match(/^https:\/\/jsr\.io\/(@[^/]+\/[^/]+)\/([^/]+)\/cli\/main\.[jt]s$/);
+  return jsr ? `jsr:${jsr[1]}@${jsr[2]}/cli` : main.href;
+}

@@ -1,0 +1,561 @@
+/**
+ * The files of a new operator project (`rudder init`), as text. The project has the shape of
+ * `examples/example-operator`: `api/<kind>.ts` declares the custom resource,
+ * `controllers/<kind>_controller.ts` reconciles it, and `main.ts` exports `setup(mgr)`, which
+ * registers the controllers (what `rudder manifests` calls to derive RBAC) and starts the
+ * manager when run.
+ *
+ * @module
+ */
+
+import { guessPlural } from "../lib/api/resource.ts";
+import { VERSION } from "../lib/version.ts";
+
+/** What a new project is made from. */
+export interface ScaffoldOptions {
+  /** The operator's name: a DNS label, the prefix of its Kubernetes objects. */
+  name: string;
+  /** API group of its custom resource, e.g. `cache.example.com`. */
+  group: string;
+  /** API version, e.g. `v1alpha1`. */
+  version: string;
+  /** Kind, e.g. `Memcached`. */
+  kind: string;
+  /**
+   * Absolute path of a Rudder checkout to import instead of the published package (the
+   * project then needs no registry: its imports map straight to the checkout's files).
+   */
+  local?: string;
+}
+
+/** The npm packages a project may import besides Rudder, at the versions Rudder uses. */
+export interface DependencyVersions {
+  zod: string;
+  "@logtape/logtape": string;
+}
+
+const JSR_PACKAGE = "@rudder/operator";
+
+function json(value: unknown): string {
+  return `${JSON.stringify(value, null, 2)}\n`;
+}
+
+/** A shell word for a deno task or package.json script. */
+function shellWord(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
+}
+
+function names(options: ScaffoldOptions) {
+  const lower = options.kind.toLowerCase();
+  return {
+    kind: options.kind,
+    lower,
+    plural: guessPlural(options.kind),
+    apiVersion: `${options.group}/${options.version}`,
+    apiFile: `api/${lower}.ts`,
+    controllerFile: `controllers/${lower}_controller.ts`,
+    testFile: `controllers/${lower}_controller_test.ts`,
+  };
+}
+
+/** How the project reaches Rudder: the import targets and the CLI command. */
+function rudderSources(options: ScaffoldOptions) {
+  if (options.local) {
+    const root = options.local.replace(/\/+$/, "");
+    return {
+      main: `${root}/mod.ts`,
+      testing: `${root}/lib/testing/mod.ts`,
+      zod: `${root}/lib/api/zod.ts`,
+      denoCli: `deno run -A ${shellWord(`${root}/cli/main.ts`)}`,
+      bunCli: `bun ${shellWord(`${root}/cli/main.ts`)}`,
+    };
+  }
+  return {
+    main: `jsr:${JSR_PACKAGE}@^${VERSION}`,
+    testing: `jsr:${JSR_PACKAGE}@^${VERSION}/testing`,
+    zod: `jsr:${JSR_PACKAGE}@^${VERSION}/zod`,
+    denoCli: `deno run -A jsr:${JSR_PACKAGE}@^${VERSION}/cli`,
+    bunCli: `bun node_modules/${JSR_PACKAGE}/cli/main.js`,
+  };
+}
+
+function denoJson(options: ScaffoldOptions, deps: DependencyVersions): string {
+  const src = rudderSources(options);
+  const imports: Record<string, string> = options.local
+    ? {
+      [JSR_PACKAGE]: src.main,
+      [`${JSR_PACKAGE}/testing`]: src.testing,
+      [`${JSR_PACKAGE}/zod`]: src.zod,
+    }
+    : {
+      // A jsr: entry also maps its subpaths (@rudder/operator/testing, /zod, /cli).
+      [JSR_PACKAGE]: src.main,
+      "@logtape/logtape": `npm:@logtape/logtape@^${deps["@logtape/logtape"]}`,
+      zod: `npm:zod@^${deps.zod}`,
+    };
+  return json({
+    tasks: {
+      start: "deno run -A main.ts",
+      test: "deno test -A",
+      rudder: src.denoCli,
+      dev: "deno task rudder dev",
+      manifests: "deno task rudder manifests",
+      build: "deno task rudder build",
+      check: "deno fmt --check && deno lint && deno check",
+    },
+    imports,
+    // With --local, npm packages resolve from the checkout's node_modules, as in Node.
+    ...(options.local ? { nodeModulesDir: "manual" } : {}),
+    fmt: { lineWidth: 100, proseWrap: "preserve", exclude: ["config/"] },
+    lint: { rules: { tags: ["recommended"] } },
+    exclude: ["dist/", "node_modules/"],
+  });
+}
+
+function packageJson(options: ScaffoldOptions, deps: DependencyVersions): string {
+  const src = rudderSources(options);
+  return json({
+    name: options.name,
+    version: "0.1.0",
+    private: true,
+    type: "module",
+    scripts: {
+      start: "bun main.ts",
+      test: "bun test",
+      rudder: src.bunCli,
+      dev: `${src.bunCli} dev --runtime bun`,
+      manifests: `${src.bunCli} manifests`,
+      build: `${src.bunCli} build --runtime bun`,
+    },
+    dependencies: options.local ? {} : {
+      // JSR packages install from npm.jsr.io under the @jsr scope (see .npmrc).
+      [JSR_PACKAGE]: `npm:@jsr/rudder__operator@^${VERSION}`,
+      "@logtape/logtape": `^${deps["@logtape/logtape"]}`,
+      zod: `^${deps.zod}`,
+    },
+  });
+}
+
+function tsconfigJson(options: ScaffoldOptions): string {
+  const src = rudderSources(options);
+  return json({
+    compilerOptions: {
+      strict: true,
+      target: "ESNext",
+      module: "ESNext",
+      moduleResolution: "bundler",
+      allowImportingTsExtensions: true,
+      noEmit: true,
+      ...(options.local
+        ? {
+          // Bun resolves these at run time and in `bun build`; Deno uses deno.json's imports.
+          paths: {
+            [JSR_PACKAGE]: [src.main],
+            [`${JSR_PACKAGE}/testing`]: [src.testing],
+            [`${JSR_PACKAGE}/zod`]: [src.zod],
+          },
+        }
+        : {}),
+    },
+  });
+}
+
+function rudderJson(options: ScaffoldOptions): string {
+  const n = names(options);
+  return json({
+    name: options.name,
+    namespace: `${options.name}-system`,
+    image: `${options.name}:0.1.0`,
+    main: "main.ts",
+    setup: "setup",
+    api: [n.apiFile],
+    metricsBindAddress: ":8080",
+    healthProbeBindAddress: ":8081",
+    rbac: [],
+    permissions: { apiServers: [], net: [], read: [], env: ["LOG_FORMAT"] },
+  });
+}
+
+function apiModule(options: ScaffoldOptions): string {
+  const { kind } = names(options);
+  return `/**
+ * The ${kind} custom resource: what its users ask for (spec) and what the operator reports
+ * (status). One zod schema gives the TypeScript type, the validator and the CRD.
+ *
+ * @module
+ */
+
+import { z } from "@rudder/operator/zod";
+import { conditionsSchema, defineResource, type ObjectOf, phaseSchema } from "@rudder/operator";
+
+/** The ${kind} kind: its resource type, CRD, validator and TypeScript type in one. */
+export const ${kind} = defineResource({
+  group: "${options.group}",
+  version: "${options.version}",
+  kind: "${kind}",
+  scope: "Namespaced",
+  spec: z.object({
+    message: z.string().default("hello").describe("What the ${kind}'s ConfigMap holds."),
+  }),
+  status: z.object({
+    phase: phaseSchema(["Pending", "Ready"]).optional(),
+    observedGeneration: z.number().int().optional(),
+    conditions: conditionsSchema.optional(),
+  }),
+  printerColumns: [
+    { name: "Phase", jsonPath: ".status.phase" },
+    { name: "Age", jsonPath: ".metadata.creationTimestamp", type: "date" },
+  ],
+});
+
+/** A ${kind} object. */
+export type ${kind} = ObjectOf<typeof ${kind}>;
+`;
+}
+
+function controllerModule(options: ScaffoldOptions): string {
+  const { kind, lower } = names(options);
+  return `/**
+ * The ${kind} controller: each ${kind} owns a ConfigMap of the same name that holds its
+ * \`spec.message\`; its status reports the phase and a Ready condition.
+ *
+ * @module
+ */
+
+import {
+  ConfigMap,
+  createOrUpdate,
+  ignoreNotFound,
+  type Manager,
+  mergeFrom,
+  newControllerManagedBy,
+  type ObjectClient,
+  type ReconcileContext,
+  type Reconciler,
+  type Request,
+  type Result,
+  setControllerReference,
+  setStatusCondition,
+} from "@rudder/operator";
+import { ${kind} } from "../api/${lower}.ts";
+
+/** Reconciles ${kind} objects. */
+export class ${kind}Reconciler implements Reconciler {
+  readonly #client: ObjectClient;
+
+  /** Reads and writes through \`client\`: the manager's, or a FakeClient in unit tests. */
+  constructor(client: ObjectClient) {
+    this.#client = client;
+  }
+
+  /** Drives one ${kind} towards its spec. */
+  async reconcile(req: Request, ctx: ReconcileContext): Promise<Result> {
+    const instance = await this.#client.get(${kind}, req).catch(ignoreNotFound);
+    if (!instance) return {}; // deleted: its ConfigMap goes with it (garbage collection)
+
+    const { result } = await createOrUpdate<ConfigMap>(
+      this.#client,
+      {
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name: req.name, namespace: req.namespace },
+      },
+      (configMap) => {
+        configMap.data = { ...configMap.data, message: instance.spec.message };
+        setControllerReference(instance, configMap);
+      },
+    );
+    if (result !== "unchanged") {
+      ctx.log.info("ConfigMap {name} {result}", { name: req.name, result });
+    }
+
+    // Objects from the cache are frozen: change a copy, then patch the difference.
+    const updated = structuredClone(instance) as ${kind};
+    const status = (updated.status ??= {});
+    status.phase = "Ready";
+    status.observedGeneration = instance.metadata?.generation;
+    status.conditions ??= [];
+    setStatusCondition(status.conditions, {
+      type: "Ready",
+      status: "True",
+      reason: "ConfigMapUpToDate",
+      message: \`ConfigMap \${req.name} holds the message\`,
+      observedGeneration: instance.metadata?.generation,
+    });
+    if (JSON.stringify(updated.status) !== JSON.stringify(instance.status)) {
+      await this.#client.status().patch(updated, mergeFrom(instance as ${kind}));
+    }
+    return {};
+  }
+}
+
+/** Registers the ${kind} controller with the manager: for ${kind}s, owning ConfigMaps. */
+export function setup${kind}Controller(mgr: Manager): void {
+  newControllerManagedBy(mgr)
+    .for(${kind})
+    .owns(ConfigMap)
+    .complete(new ${kind}Reconciler(mgr.getClient()));
+}
+`;
+}
+
+function mainModule(options: ScaffoldOptions): string {
+  const { kind, lower } = names(options);
+  return `/**
+ * The ${options.name} operator's entry point. In a cluster the Deployment of \`rudder manifests\`
+ * sets its environment: LEADER_ELECTION_NAMESPACE (the pod's namespace), METRICS_BIND_ADDRESS
+ * and HEALTH_PROBE_BIND_ADDRESS. Outside one, it uses your kubeconfig and needs
+ * LEADER_ELECTION_NAMESPACE set (\`rudder dev\` does all of this for you). LOG_FORMAT=dev prints
+ * readable lines instead of JSON.
+ *
+ * @module
+ */
+
+import process from "node:process";
+import {
+  configureLogging,
+  LeaderElectionLostError,
+  Manager,
+  type ManagerOptions,
+} from "@rudder/operator";
+import { setup${kind}Controller } from "./controllers/${lower}_controller.ts";
+
+/**
+ * Registers this operator's controllers and checks with \`mgr\`. \`rudder manifests\` calls it
+ * with a manager that never starts, to learn what the controllers watch (their RBAC).
+ */
+export function setup(mgr: Manager): void {
+  mgr.addHealthzCheck("ping", () => {});
+  setup${kind}Controller(mgr);
+}
+
+/** The operator's manager, configured from the environment, with its controllers. */
+export function createManager(overrides: Partial<ManagerOptions> = {}): Manager {
+  const mgr = new Manager({
+    metricsBindAddress: process.env.METRICS_BIND_ADDRESS ?? ":8080",
+    healthProbeBindAddress: process.env.HEALTH_PROBE_BIND_ADDRESS ?? ":8081",
+    leaderElection: true,
+    leaderElectionID: "${options.name}-leader",
+    leaderElectionNamespace: process.env.LEADER_ELECTION_NAMESPACE,
+    // The process exits right after a graceful stop, so the next replica may lead at once.
+    leaderElectionReleaseOnCancel: true,
+    ...overrides,
+  });
+  setup(mgr);
+  return mgr;
+}
+
+if (import.meta.main) {
+  await configureLogging({
+    dev: process.env.LOG_FORMAT === "dev",
+    categories: [["${options.name}"]],
+  });
+  try {
+    await createManager().start(); // until SIGTERM or SIGINT, then a graceful stop
+  } catch (err) {
+    console.error(err instanceof LeaderElectionLostError ? \`leadership lost: \${err.message}\` : err);
+    process.exit(1);
+  }
+}
+`;
+}
+
+function controllerTest(options: ScaffoldOptions): string {
+  const { kind, lower, apiVersion } = names(options);
+  return `// The ${kind} controller, tested two ways: its reconciler against FakeClient (in memory, no
+// cluster), and the whole operator against a real local control plane (etcd + kube-apiserver,
+// started by Environment; \`rudder envtest setup\` builds them, or set KUBEBUILDER_ASSETS).
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { type Client, ConfigMap, type Logger, newClient } from "@rudder/operator";
+import { Environment, FakeClient } from "@rudder/operator/testing";
+import { ${kind} } from "../api/${lower}.ts";
+import { createManager } from "../main.ts";
+import { ${kind}Reconciler } from "./${lower}_controller.ts";
+
+const quiet: Logger = {
+  debug: () => {},
+  info: () => {},
+  warn: () => {},
+  error: () => {},
+  with: () => quiet,
+};
+
+async function eventually(what: string, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (!(await check().catch(() => false))) {
+    if (Date.now() > deadline) assert.fail(\`timed out waiting until \${what}\`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+describe("${kind}Reconciler", () => {
+  it("creates the ConfigMap it owns and reports Ready", async () => {
+    const key = { namespace: "default", name: "sample" };
+    const client = new FakeClient({ types: [${kind}] });
+    await client.create({
+      apiVersion: "${apiVersion}",
+      kind: "${kind}",
+      metadata: key,
+      spec: { message: "hi" },
+    });
+    const ctx = { signal: new AbortController().signal, log: quiet, reconcileID: "test" };
+    await new ${kind}Reconciler(client).reconcile(key, ctx);
+
+    const configMap = await client.get(ConfigMap, key);
+    assert.equal(configMap.data?.message, "hi");
+    assert.equal(configMap.metadata?.ownerReferences?.[0]?.kind, "${kind}");
+    const reconciled = await client.get(${kind}, key);
+    assert.equal(reconciled.status?.phase, "Ready");
+  });
+});
+
+describe("the ${options.name} operator on a local control plane", () => {
+  const env = new Environment({ crds: [${kind}] });
+  const stop = new AbortController();
+  let client: Client;
+  let running: Promise<void> | undefined;
+
+  before(async () => {
+    const config = await env.start();
+    client = newClient(config);
+    const mgr = createManager({
+      config,
+      metricsBindAddress: "0",
+      healthProbeBindAddress: "0",
+      leaderElection: false,
+    });
+    running = mgr.start(stop.signal);
+  });
+
+  after(async () => {
+    stop.abort();
+    try {
+      await running;
+    } finally {
+      await env.stop();
+    }
+  });
+
+  it("reconciles a ${kind}: its ConfigMap holds the message and its status is Ready", async () => {
+    const key = { namespace: "default", name: "hello" };
+    await client.create({
+      apiVersion: "${apiVersion}",
+      kind: "${kind}",
+      metadata: key,
+      spec: { message: "hello, world" },
+    });
+    await eventually(
+      "the ${kind} is Ready",
+      async () => (await client.get(${kind}, key)).status?.phase === "Ready",
+    );
+    const configMap = await client.get(ConfigMap, key);
+    assert.equal(configMap.data?.message, "hello, world");
+  });
+});
+`;
+}
+
+function dockerfile(options: ScaffoldOptions): string {
+  return `# The operator is one self-contained executable (\`rudder build\`), so the image needs no
+# runtime: distroless/cc has glibc and nothing else (no shell, no package manager). Build the
+# binary for the image's platform first, e.g. \`deno task build --target x86_64-unknown-linux-gnu\`.
+FROM gcr.io/distroless/cc-debian12:nonroot
+COPY dist/${options.name} /${options.name}
+USER 65532:65532
+ENTRYPOINT ["/${options.name}"]
+`;
+}
+
+/** A Markdown table laid out the way `deno fmt` lays it out. */
+function markdownTable(rows: string[][]): string {
+  const widths = rows[0].map((_, column) => Math.max(...rows.map((row) => row[column].length)));
+  const line = (cells: string[]) =>
+    `| ${cells.map((cell, column) => cell.padEnd(widths[column])).join(" | ")} |`;
+  return [line(rows[0]), line(widths.map((w) => "-".repeat(w))), ...rows.slice(1).map(line)]
+    .join("\n");
+}
+
+function readme(options: ScaffoldOptions): string {
+  const n = names(options);
+  const local = options.local
+    ? `
+This project imports Rudder from the checkout at \`${options.local}\` (\`rudder init --local\`): the
+imports in \`deno.json\` (Deno) and the \`paths\` in \`tsconfig.json\` (Bun) map \`@rudder/operator\`
+to its files, and npm packages resolve from that checkout's \`node_modules\`.
+\`node_modules/@types/node\` links to the checkout's, because Deno's type checker looks for Node's
+types there. No registry is needed. To use the published package instead, run \`rudder init\`
+without \`--local\` and copy your code over.
+`
+    : "";
+  return `# ${options.name}
+
+A Kubernetes operator written with [Rudder](https://jsr.io/${JSR_PACKAGE}): it reconciles
+\`${n.kind}\` objects (\`${n.apiVersion}\`). Each ${n.kind} owns a ConfigMap that holds its
+\`spec.message\`, and its status reports \`Ready\`.
+${local}
+## Layout
+
+${
+    markdownTable([
+      ["path", "what it is"],
+      [`\`${n.apiFile}\``, `the ${n.kind} custom resource: spec and status as one zod schema`],
+      [`\`${n.controllerFile}\``, `the reconciler and \`setup${n.kind}Controller(mgr)\``],
+      [`\`${n.testFile}\``, "its tests: FakeClient, and the operator on a local control plane"],
+      ["`main.ts`", "`setup(mgr)` registers the controllers; run, it starts the manager"],
+      ["`rudder.json`", "name, namespace, image, ports, extra RBAC rules and Deno permissions"],
+      ["`Dockerfile`", "the compiled executable on `gcr.io/distroless/cc`, as user 65532"],
+    ])
+  }
+
+## Develop
+
+\`\`\`sh
+deno task test        # unit tests and the operator against a local control plane
+deno task dev         # a local control plane, the CRDs, the operator; restarts on changes
+\`\`\`
+
+With Bun: \`bun test\`, \`bun run dev\`. The local control plane needs etcd and kube-apiserver:
+\`deno task rudder envtest setup\` builds them (with Go) and \`deno task rudder envtest env\` prints
+the \`KUBEBUILDER_ASSETS\` to export.
+
+## Deploy
+
+\`\`\`sh
+deno task manifests   # config/: CRDs, RBAC, Deployment, kustomization.yaml
+deno task build       # dist/${options.name}: one self-contained executable
+docker build -t ${options.name}:0.1.0 .
+kubectl apply -k config/
+\`\`\`
+
+\`deno task build\` compiles with \`deno compile\` and only the permissions the operator needs;
+add \`--api-server <host:port>\` (the cluster's \`kubernetes\` Service) to limit its network access to
+that API server. \`deno task build --runtime bun\` uses \`bun build --compile\`. The ClusterRole is
+derived from what the controllers watch and own; add rules the reconciler needs beyond those to
+\`rbac\` in \`rudder.json\`.
+`;
+}
+
+/** The files of a new project, by path relative to its directory. */
+export function scaffold(
+  options: ScaffoldOptions,
+  deps: DependencyVersions,
+): Map<string, string> {
+  const n = names(options);
+  const files = new Map<string, string>([
+    ["deno.json", denoJson(options, deps)],
+    ["package.json", packageJson(options, deps)],
+    ["tsconfig.json", tsconfigJson(options)],
+    ["rudder.json", rudderJson(options)],
+    ["main.ts", mainModule(options)],
+    [n.apiFile, apiModule(options)],
+    [n.controllerFile, controllerModule(options)],
+    [n.testFile, controllerTest(options)],
+    ["Dockerfile", dockerfile(options)],
+    [".dockerignore", `*\n!dist/${options.name}\n`],
+    [".gitignore", "dist/\nnode_modules/\n"],
+    ["README.md", readme(options)],
+  ]);
+  if (!options.local) files.set(".npmrc", "@jsr:registry=https://npm.jsr.io\n");
+  return files;
+}

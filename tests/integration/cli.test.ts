@@ -1,0 +1,510 @@
+// The CLI from a fresh clone against a real control plane: `rudder init --local` makes a
+// project; its manifests apply cleanly (the Deployment as a dry run) and grant no wildcard;
+// `rudder build --runtime bun` makes one file that, with no runtime on PATH and only the
+// generated RBAC (it authenticates as the generated ServiceAccount), reconciles a custom
+// resource and exits 0 on SIGTERM; deno compile's permissions are enough to run the operator;
+// and the project's own tests pass out of the box.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { createServer } from "node:net";
+import {
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import process from "node:process";
+import { fileURLToPath } from "node:url";
+import { parse, stringify } from "yaml";
+import { denoPermissionFlags } from "../../cli/build.ts";
+import { loadProject, runtimeExecutable } from "../../cli/project.ts";
+import { ClusterRole, ConfigMap, CustomResourceDefinition } from "../../lib/api/builtins.ts";
+import { resourceType } from "../../lib/api/resource.ts";
+import { type Client, newClient } from "../../lib/client/client.ts";
+import type { KubeConfig } from "../../lib/kube/config.ts";
+import { RestClient } from "../../lib/kube/rest.ts";
+import { Environment } from "../../lib/testing/envtest.ts";
+import { eventually } from "../support/eventually.ts";
+
+const CHECKOUT = fileURLToPath(new URL("../../", import.meta.url)).replace(/\/$/, "");
+const CLI = join(CHECKOUT, "cli", "main.ts");
+const NAME = "memcached-operator";
+const OPERATOR_NAMESPACE = `${NAME}-system`;
+const SERVICE_ACCOUNT = `${NAME}-controller-manager`;
+const API_VERSION = "cache.example.com/v1alpha1";
+
+const env = new Environment();
+let scratch: string;
+let project: string;
+const children = new Set<ChildProcess>();
+let config: KubeConfig;
+let client: Client;
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the CLI from this checkout on this test's runtime, the way a user runs it. */
+function rudder(cwd: string, ...args: string[]): Promise<Run> {
+  const runtimeArgs = "Deno" in globalThis ? ["run", "-A", CLI, ...args] : [CLI, ...args];
+  return run(process.execPath, runtimeArgs, { cwd });
+}
+
+/** Runs the CLI in the project with this environment. */
+function runWithEnv(processEnv: Record<string, string | undefined>, ...args: string[]) {
+  const runtimeArgs = "Deno" in globalThis ? ["run", "-A", CLI, ...args] : [CLI, ...args];
+  return run(process.execPath, runtimeArgs, { cwd: project, env: processEnv });
+}
+
+/**
+ * Why the deno-compiled binary cannot be tested here, or false when it can: deno compile needs
+ * denort from DENORT_BIN or Deno's cache, since tests may not download it.
+ */
+function denortMissing(): string | false {
+  if (process.env.DENORT_BIN) {
+    return existsSync(process.env.DENORT_BIN)
+      ? false
+      : `DENORT_BIN=${process.env.DENORT_BIN} does not exist`;
+  }
+  const deno = runtimeExecutable("deno", process.env);
+  const info = spawnSync(deno, ["info", "--json"], { encoding: "utf8" });
+  const version = spawnSync(deno, ["--version"], { encoding: "utf8" }).stdout.match(
+    /^deno (\S+)/,
+  )?.[1];
+  const denoDir = info.status === 0 ? JSON.parse(info.stdout).denoDir : undefined;
+  const triple = `${process.arch === "arm64" ? "aarch64" : "x86_64"}-unknown-linux-gnu`;
+  const cached = denoDir && version &&
+    join(denoDir, "dl", "release", `v${version}`, `denort-${triple}.zip`);
+  if (cached && existsSync(cached)) return false;
+  return "denort cannot be had without downloading it (tests stay on loopback): " +
+    "set DENORT_BIN to a denort binary of this Deno version to run it";
+}
+
+function run(
+  command: string,
+  args: string[],
+  options: { cwd: string; env?: Record<string, string | undefined> },
+): Promise<Run> {
+  const child = spawn(command, args, {
+    cwd: options.cwd,
+    env: (options.env ?? process.env) as Record<string, string>,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.add(child);
+  let stdout = "";
+  let stderr = "";
+  child.stdout!.on("data", (chunk) => (stdout += chunk));
+  child.stderr!.on("data", (chunk) => (stderr += chunk));
+  return new Promise((resolve, reject) => {
+    child.on("error", reject);
+    child.on("close", (code) => {
+      children.delete(child);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** A long-running process whose output is collected; `exited` resolves its exit code. */
+function start(command: string, args: string[], options: { cwd: string; env: object }) {
+  const child = spawn(command, args, {
+    cwd: options.cwd,
+    env: options.env as Record<string, string>,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.add(child);
+  let output = "";
+  child.stdout!.on("data", (chunk) => (output += chunk));
+  child.stderr!.on("data", (chunk) => (output += chunk));
+  const exited = new Promise<number | null>((resolve) => {
+    child.on("error", () => resolve(null));
+    child.on("exit", (code) => resolve(code));
+  });
+  exited.then(() => children.delete(child));
+  return { child, exited, output: () => output };
+}
+
+/** Every file under `dir`, by relative path, with its bytes. */
+function snapshot(dir: string): Map<string, string> {
+  const files = new Map<string, string>();
+  const walk = (current: string) => {
+    for (const entry of readdirSync(current, { withFileTypes: true })) {
+      const path = join(current, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else files.set(relative(dir, path), readFileSync(path, "utf8"));
+    }
+  };
+  walk(dir);
+  return files;
+}
+
+async function freePort(): Promise<number> {
+  return await new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+// Each step once, shared by the tests that need it (a failed step fails each of them).
+let manifests: Promise<Map<string, string>> | undefined;
+let applying: Promise<void> | undefined;
+let bunBinary: Promise<{ path: string; stdout: string }> | undefined;
+
+function generatedManifests(): Promise<Map<string, string>> {
+  manifests ??= (async () => {
+    const result = await rudder(project, "manifests");
+    assert.equal(result.code, 0, result.stderr);
+    return snapshot(join(project, "config"));
+  })();
+  return manifests;
+}
+
+/** Applies the manifests as `kubectl apply -k config/` would, the Deployment as a dry run. */
+function applyManifests(): Promise<void> {
+  applying ??= (async () => {
+    const files = await generatedManifests();
+    const kustomization = parse(files.get("kustomization.yaml")!);
+    for (const path of kustomization.resources as string[]) {
+      const object = parse(files.get(path)!);
+      const dryRun = object.kind === "Deployment";
+      const created = await client.create(object, { dryRun, fieldValidation: "Strict" });
+      if (dryRun) {
+        const pod = (created as typeof object).spec.template.spec;
+        assert.equal(pod.containers[0].securityContext.readOnlyRootFilesystem, true);
+        assert.equal(pod.securityContext.runAsNonRoot, true);
+      }
+      if (object.kind === "CustomResourceDefinition") {
+        await eventually("the CRD is established", async () => {
+          const crd = await client.get(CustomResourceDefinition, { name: object.metadata.name });
+          return !!crd.status?.conditions?.some((c) =>
+            c.type === "Established" && c.status === "True"
+          );
+        });
+      }
+    }
+  })();
+  return applying;
+}
+
+function buildWithBun(): Promise<{ path: string; stdout: string }> {
+  bunBinary ??= (async () => {
+    await generatedManifests();
+    const result = await rudder(project, "build", "--runtime", "bun");
+    assert.equal(result.code, 0, result.stderr);
+    return { path: join(project, "dist", NAME), stdout: result.stdout };
+  })();
+  return bunBinary;
+}
+
+/** A kubeconfig that authenticates as the operator's ServiceAccount, with a bound token. */
+async function serviceAccountKubeconfig(): Promise<string> {
+  const rest = new RestClient(config);
+  try {
+    const request = await rest.request<{ status: { token: string } }>({
+      method: "POST",
+      path: `/api/v1/namespaces/${OPERATOR_NAMESPACE}/serviceaccounts/${SERVICE_ACCOUNT}/token`,
+      body: {
+        apiVersion: "authentication.k8s.io/v1",
+        kind: "TokenRequest",
+        spec: { expirationSeconds: 3600 },
+      },
+    });
+    const path = join(scratch, `sa-${crypto.randomUUID()}.kubeconfig`);
+    writeFileSync(
+      path,
+      stringify({
+        apiVersion: "v1",
+        kind: "Config",
+        clusters: [{
+          name: "envtest",
+          cluster: {
+            server: config.server,
+            "certificate-authority-data": btoa(config.caData!),
+          },
+        }],
+        users: [{ name: "operator", user: { token: request.status.token } }],
+        contexts: [{ name: "operator", context: { cluster: "envtest", user: "operator" } }],
+        "current-context": "operator",
+      }),
+      { mode: 0o600 },
+    );
+    return path;
+  } finally {
+    rest.close();
+  }
+}
+
+/**
+ * Runs an operator process until it reconciles a new custom resource in `namespace`, then
+ * stops it with SIGTERM; resolves the milliseconds from start to ready and its exit code.
+ */
+async function reconcileWith(
+  command: string,
+  args: string[],
+  processEnv: Record<string, string>,
+  namespace: string,
+): Promise<{ readyMs: number; code: number | null; output: string }> {
+  await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } });
+  const started = Date.now();
+  const op = start(command, args, { cwd: scratch, env: processEnv });
+  try {
+    let healthURL = "";
+    await eventually("the operator serves its health probes", () => {
+      const line = op.output().split("\n").find((l) => l.includes('"name":"health"'));
+      healthURL = line ? JSON.parse(line).properties?.url ?? "" : "";
+      return healthURL !== "";
+    }, 60_000);
+    await eventually("the operator is ready", async () => {
+      const response = await fetch(`${healthURL}/readyz`).catch(() => undefined);
+      await response?.body?.cancel();
+      return response?.status === 200;
+    }, 60_000);
+    const readyMs = Date.now() - started;
+    const key = { namespace, name: "sample" };
+    await client.create({
+      apiVersion: API_VERSION,
+      kind: "Memcached",
+      metadata: key,
+      spec: { message: `hello from ${namespace}` },
+    });
+    await eventually("the Memcached is Ready", async () => {
+      const object = await client.get(Memcached, key).catch(() => undefined);
+      return object?.status?.phase === "Ready";
+    }, 60_000);
+    const configMap = await client.get(ConfigMap, key);
+    assert.equal(configMap.data?.message, `hello from ${namespace}`);
+    assert.equal(configMap.metadata?.ownerReferences?.[0]?.kind, "Memcached");
+    // process.kill, not child.kill: Deno's ChildProcess misreports the code the child chose.
+    process.kill(op.child.pid!, "SIGTERM");
+    const code = await op.exited;
+    return { readyMs, code, output: op.output() };
+  } catch (err) {
+    console.error(op.output());
+    throw err;
+  } finally {
+    op.child.kill("SIGKILL");
+  }
+}
+
+const Memcached = resourceType<{
+  apiVersion: string;
+  kind: string;
+  status?: { phase?: string };
+}>({
+  group: "cache.example.com",
+  version: "v1alpha1",
+  kind: "Memcached",
+  scope: "Namespaced",
+  subresources: ["status"],
+});
+
+before(async () => {
+  scratch = mkdtempSync(join(tmpdir(), "rudder-cli-test-"));
+  project = join(scratch, NAME);
+  config = await env.start();
+  client = newClient(config);
+  const init = await rudder(
+    scratch,
+    "init",
+    NAME,
+    "--group",
+    "cache.example.com",
+    "--kind",
+    "Memcached",
+    "--local",
+    CHECKOUT,
+  );
+  assert.equal(init.code, 0, init.stderr);
+});
+
+after(async () => {
+  for (const child of children) child.kill("SIGKILL");
+  try {
+    await env.stop();
+  } finally {
+    if (scratch) rmSync(scratch, { recursive: true, force: true });
+  }
+});
+
+describe("rudder init", () => {
+  it("with --local makes a project that deno fmt, deno lint and deno check accept", async () => {
+    const deno = runtimeExecutable("deno", process.env);
+    for (const args of [["fmt", "--check"], ["lint"], ["check"]]) {
+      const result = await run(deno, args, { cwd: project });
+      assert.equal(result.code, 0, `deno ${args.join(" ")}:\n${result.stdout}${result.stderr}`);
+    }
+  });
+
+  it("for the published package makes a project that deno fmt and deno lint accept", async () => {
+    const init = await rudder(scratch, "init", "published-operator", "--kind", "Cache");
+    assert.equal(init.code, 0, init.stderr);
+    const dir = join(scratch, "published-operator");
+    assert.match(readFileSync(join(dir, "deno.json"), "utf8"), /"jsr:@rudder\/operator@\^/);
+    const deno = runtimeExecutable("deno", process.env);
+    for (const args of [["fmt", "--check"], ["lint"]]) {
+      const result = await run(deno, args, { cwd: dir });
+      assert.equal(result.code, 0, `deno ${args.join(" ")}:\n${result.stdout}${result.stderr}`);
+    }
+  });
+});
+
+describe("rudder manifests", () => {
+  it("writes the same bytes on every run", async () => {
+    const first = await generatedManifests();
+    assert.ok(first.has("crd/cache.example.com_memcacheds.yaml"), [...first.keys()].join());
+    const again = await rudder(project, "manifests", "--out", "config-again");
+    assert.equal(again.code, 0, again.stderr);
+    assert.deepEqual(snapshot(join(project, "config-again")), first);
+  });
+
+  it("applies cleanly to the API server and grants no wildcard", async () => {
+    await applyManifests();
+    const role = await client.get(ClusterRole, { name: `${NAME}-manager-role` });
+    const rules = (role.rules ?? []) as unknown as Record<string, string[]>[];
+    assert.ok(rules.length > 0);
+    for (const rule of rules) {
+      for (const [field, values] of Object.entries(rule)) {
+        assert.ok(!values.some((v) => v.includes("*")), `${field}: ${values}`);
+      }
+    }
+    assert.deepEqual(
+      rules.find((r) => r.resources?.includes("memcacheds/status"))?.verbs,
+      ["patch", "update"],
+    );
+  });
+});
+
+describe("the single file from rudder build --runtime bun", () => {
+  it(
+    "reconciles a custom resource with no runtime on PATH, as its ServiceAccount, and exits 0 on SIGTERM",
+    async () => {
+      await applyManifests();
+      const { path, stdout } = await buildWithBun();
+      assert.match(stdout, new RegExp(`^dist/${NAME} \\(\\d+\\.\\d MiB\\)$`, "m"));
+      const size = statSync(path).size;
+      const noRuntimes = join(scratch, "no-runtimes-here");
+      const { readyMs, code, output } = await reconcileWith(path, [], {
+        PATH: noRuntimes,
+        HOME: scratch,
+        KUBECONFIG: await serviceAccountKubeconfig(),
+        LEADER_ELECTION_NAMESPACE: OPERATOR_NAMESPACE,
+        METRICS_BIND_ADDRESS: "127.0.0.1:0",
+        HEALTH_PROBE_BIND_ADDRESS: "127.0.0.1:0",
+      }, "bun-binary");
+      assert.equal(code, 0, output);
+      assert.match(output, /"SIGTERM\\?" received: stopping gracefully/);
+      assert.doesNotMatch(output, /Forbidden|forbidden/, "the generated RBAC is enough");
+      console.log(
+        `bun single file: ${(size / 1024 / 1024).toFixed(1)} MiB, ready ${readyMs} ms after start`,
+      );
+    },
+  );
+});
+
+describe("rudder build --runtime deno", () => {
+  it("without denort fails, naming it and suggesting DENORT_BIN or --runtime bun", async () => {
+    // A DENORT_BIN that does not exist fails the same way a blocked download does, offline.
+    const missing = join(scratch, "no-denort-here");
+    const result = await runWithEnv(
+      { ...process.env, DENORT_BIN: missing },
+      "build",
+      "--api-server",
+      new URL(config.server).host,
+      "--out",
+      "dist/deno-operator",
+    );
+    assert.equal(result.code, 1, result.stderr);
+    assert.match(result.stderr, /--allow-net=\S*127\.0\.0\.1/);
+    assert.match(result.stderr, new RegExp(`could not use DENORT_BIN=${missing} as its runtime`));
+    assert.match(result.stderr, /Set DENORT_BIN to a denort binary/);
+    assert.match(result.stderr, /or build with --runtime bun/);
+    assert.equal(existsSync(join(project, "dist", "deno-operator")), false);
+  });
+
+  it(
+    "makes a single file that reconciles as its ServiceAccount and exits 0 on SIGTERM",
+    { skip: denortMissing() },
+    async () => {
+      await applyManifests();
+      const built = await runWithEnv(process.env, "build", "--out", "dist/deno-operator");
+      assert.equal(built.code, 0, built.stderr);
+      assert.match(built.stdout, /^dist\/deno-operator \(\d+\.\d MiB\)$/m);
+      const path = join(project, "dist", "deno-operator");
+      const { readyMs, code, output } = await reconcileWith(path, [], {
+        PATH: join(scratch, "no-runtimes-here"),
+        HOME: scratch,
+        KUBECONFIG: await serviceAccountKubeconfig(),
+        LEADER_ELECTION_NAMESPACE: OPERATOR_NAMESPACE,
+        METRICS_BIND_ADDRESS: "127.0.0.1:0",
+        HEALTH_PROBE_BIND_ADDRESS: "127.0.0.1:0",
+      }, "deno-binary");
+      assert.equal(code, 0, output);
+      const size = statSync(path).size;
+      console.log(
+        `deno single file: ${(size / 1024 / 1024).toFixed(1)} MiB, ready ${readyMs} ms after start`,
+      );
+    },
+  );
+
+  it("grants permissions that are enough: the operator runs under exactly those flags", async () => {
+    await applyManifests();
+    const [metrics, health] = [await freePort(), await freePort()];
+    const kubeconfig = await serviceAccountKubeconfig();
+    const settings = {
+      ...loadProject(project),
+      metricsBindAddress: `127.0.0.1:${metrics}`,
+      healthProbeBindAddress: `127.0.0.1:${health}`,
+    };
+    const { flags } = denoPermissionFlags(settings, {
+      apiServers: [new URL(config.server).host],
+      read: [kubeconfig],
+    });
+    const deno = runtimeExecutable("deno", process.env);
+    const { readyMs, code, output } = await reconcileWith(deno, [
+      "run",
+      ...flags,
+      "--config",
+      join(project, "deno.json"),
+      join(project, "main.ts"),
+    ], {
+      PATH: join(scratch, "no-runtimes-here"),
+      KUBECONFIG: kubeconfig,
+      LEADER_ELECTION_NAMESPACE: OPERATOR_NAMESPACE,
+      METRICS_BIND_ADDRESS: settings.metricsBindAddress,
+      HEALTH_PROBE_BIND_ADDRESS: settings.healthProbeBindAddress,
+    }, "deno-permissions");
+    assert.equal(code, 0, output);
+    assert.match(output, /Elected leader/);
+    assert.doesNotMatch(output, /NotCapable|Requires \w+ access/);
+    console.log(`deno run with the compile permissions: ready ${readyMs} ms after start`);
+  });
+});
+
+describe("the scaffold's own tests", () => {
+  it("pass out of the box with deno test", async () => {
+    const result = await run(runtimeExecutable("deno", process.env), ["test", "-A"], {
+      cwd: project,
+      env: { ...process.env, NO_COLOR: "1" },
+    });
+    assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+    assert.match(result.stdout, /ok \| 2 passed \(2 steps\) \| 0 failed/);
+  });
+
+  it("pass out of the box with bun test", async () => {
+    const result = await run(runtimeExecutable("bun", process.env), ["test"], { cwd: project });
+    assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+    assert.match(result.stderr, /\b2 pass\b/);
+    assert.match(result.stderr, /\b0 fail\b/);
+  });
+});

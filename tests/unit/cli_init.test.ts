@@ -1,0 +1,265 @@
+// `rudder init`: the files of a new operator project, in both modes — importing a Rudder
+// checkout (`--local`, no registry) and the published package (JSR for Deno, its npm mirror
+// for Bun) — and how the command writes them.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import {
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import process from "node:process";
+import { fileURLToPath } from "node:url";
+import { DEPENDENCY_VERSIONS } from "../../cli/init.ts";
+import { main } from "../../cli/main.ts";
+import { loadProject } from "../../cli/project.ts";
+import { scaffold, type ScaffoldOptions } from "../../cli/templates.ts";
+import { VERSION } from "../../lib/version.ts";
+
+const checkout = fileURLToPath(new URL("../../", import.meta.url)).replace(/\/$/, "");
+const base: ScaffoldOptions = {
+  name: "memcached-operator",
+  group: "cache.example.com",
+  version: "v1alpha1",
+  kind: "Memcached",
+};
+const local = scaffold({ ...base, local: checkout }, DEPENDENCY_VERSIONS);
+const published = scaffold(base, DEPENDENCY_VERSIONS);
+let scratch: string;
+
+before(() => {
+  scratch = mkdtempSync(join(tmpdir(), "rudder-init-test-"));
+});
+after(() => {
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
+});
+
+function file(files: Map<string, string>, path: string): string {
+  const content = files.get(path);
+  assert.ok(content !== undefined, `${path} is generated`);
+  return content;
+}
+
+/** Every module specifier imported by a TypeScript file. */
+function importsOf(source: string): string[] {
+  return [...source.matchAll(/^\s*(?:import|export)\b[^"']*?from\s+["']([^"']+)["']/gm)]
+    .map((m) => m[1]);
+}
+
+async function rudder(cwd: string, ...args: string[]) {
+  let out = "";
+  let err = "";
+  const code = await main(args, {
+    out: (line) => (out += `${line}\n`),
+    err: (line) => (err += `${line}\n`),
+    cwd,
+    env: { PATH: process.env.PATH },
+  });
+  return { code, out, err };
+}
+
+describe("the scaffold", () => {
+  it("has the layout of the example operator, a Dockerfile, tests and settings", () => {
+    const expected = [
+      ".dockerignore",
+      ".gitignore",
+      "Dockerfile",
+      "README.md",
+      "api/memcached.ts",
+      "controllers/memcached_controller.ts",
+      "controllers/memcached_controller_test.ts",
+      "deno.json",
+      "main.ts",
+      "package.json",
+      "rudder.json",
+      "tsconfig.json",
+    ];
+    assert.deepEqual([...local.keys()].sort(), expected);
+    assert.deepEqual([...published.keys()].sort(), [".npmrc", ...expected].sort());
+  });
+
+  it("declares the kind with defineResource and zod from @rudder/operator/zod", () => {
+    const api = file(local, "api/memcached.ts");
+    assert.match(api, /export const Memcached = defineResource\(\{/);
+    assert.match(
+      api,
+      /group: "cache\.example\.com",\n {2}version: "v1alpha1",\n {2}kind: "Memcached"/,
+    );
+    assert.match(api, /import \{ z \} from "@rudder\/operator\/zod";/);
+  });
+
+  it("exports setup(mgr) from main.ts, which rudder manifests calls", () => {
+    const main = file(local, "main.ts");
+    assert.match(main, /export function setup\(mgr: Manager\): void \{/);
+    assert.match(main, /setupMemcachedController\(mgr\);/);
+    assert.match(main, /export function createManager\(/);
+    assert.match(main, /leaderElectionID: "memcached-operator-leader"/);
+    assert.match(main, /process\.env\.LEADER_ELECTION_NAMESPACE/);
+    assert.match(main, /if \(import\.meta\.main\) \{/);
+    const controller = file(local, "controllers/memcached_controller.ts");
+    assert.match(controller, /\.for\(Memcached\)\n\s+\.owns\(ConfigMap\)/);
+  });
+
+  it("tests the reconciler with FakeClient and the operator with Environment", () => {
+    const test = file(local, "controllers/memcached_controller_test.ts");
+    assert.match(test, /import \{ Environment, FakeClient \} from "@rudder\/operator\/testing";/);
+    assert.match(test, /new Environment\(\{ crds: \[Memcached\] \}\)/);
+    assert.match(test, /await env\.stop\(\);/);
+  });
+
+  it("imports only Rudder, node: built-ins and its own modules, in both modes", () => {
+    for (const files of [local, published]) {
+      for (const [path, content] of files) {
+        if (!path.endsWith(".ts")) continue;
+        for (const specifier of importsOf(content)) {
+          assert.match(
+            specifier,
+            /^(@rudder\/operator(\/testing|\/zod)?|node:[a-z/_]+|\.\.?\/.+\.ts)$/,
+            `${path} imports ${specifier}`,
+          );
+        }
+      }
+    }
+  });
+
+  it("builds on gcr.io/distroless/cc as a non-root user, with the single binary", () => {
+    const dockerfile = file(local, "Dockerfile");
+    assert.match(dockerfile, /^FROM gcr\.io\/distroless\/cc/m);
+    assert.match(dockerfile, /^USER 65532:65532$/m);
+    assert.match(dockerfile, /^COPY dist\/memcached-operator \/memcached-operator$/m);
+    assert.match(dockerfile, /^ENTRYPOINT \["\/memcached-operator"\]$/m);
+    assert.doesNotMatch(dockerfile, /^RUN /m, "nothing runs in a distroless image");
+    assert.equal(file(local, ".dockerignore"), "*\n!dist/memcached-operator\n");
+  });
+
+  it("has settings that rudder's other commands read", () => {
+    const project = join(scratch, "memcached-operator");
+    for (const [path, content] of local) {
+      mkdirSync(dirname(join(project, path)), { recursive: true });
+      writeFileSync(join(project, path), content);
+    }
+    const settings = loadProject(project);
+    assert.equal(settings.name, "memcached-operator");
+    assert.equal(settings.namespace, "memcached-operator-system");
+    assert.equal(settings.image, "memcached-operator:0.1.0");
+    assert.deepEqual(settings.api, ["api/memcached.ts"]);
+    assert.equal(settings.setup, "setup");
+    assert.equal(settings.main, "main.ts");
+    assert.deepEqual(settings.permissions.env, ["LOG_FORMAT"]);
+  });
+});
+
+describe("the scaffold with --local", () => {
+  it("maps @rudder/operator to the checkout in deno.json and resolves npm from its node_modules", () => {
+    const deno = JSON.parse(file(local, "deno.json"));
+    assert.deepEqual(deno.imports, {
+      "@rudder/operator": `${checkout}/mod.ts`,
+      "@rudder/operator/testing": `${checkout}/lib/testing/mod.ts`,
+      "@rudder/operator/zod": `${checkout}/lib/api/zod.ts`,
+    });
+    assert.equal(deno.nodeModulesDir, "manual");
+    assert.equal(deno.tasks.rudder, `deno run -A ${checkout}/cli/main.ts`);
+    assert.equal(deno.tasks.test, "deno test -A");
+  });
+
+  it("maps the same paths for Bun in tsconfig.json, strictly typed", () => {
+    const tsconfig = JSON.parse(file(local, "tsconfig.json"));
+    assert.equal(tsconfig.compilerOptions.strict, true);
+    assert.deepEqual(tsconfig.compilerOptions.paths, {
+      "@rudder/operator": [`${checkout}/mod.ts`],
+      "@rudder/operator/testing": [`${checkout}/lib/testing/mod.ts`],
+      "@rudder/operator/zod": [`${checkout}/lib/api/zod.ts`],
+    });
+  });
+
+  it("needs no registry: no jsr: or npm: specifier, no dependency, no .npmrc", () => {
+    for (const path of ["deno.json", "package.json", "tsconfig.json"]) {
+      assert.doesNotMatch(file(local, path), /jsr:|npm:|npm\.jsr\.io/, path);
+    }
+    assert.deepEqual(JSON.parse(file(local, "package.json")).dependencies, {});
+    assert.equal(local.has(".npmrc"), false);
+  });
+
+  it("quotes a checkout path with spaces in the tasks", () => {
+    const spaced = scaffold({ ...base, local: "/src/my rudder" }, DEPENDENCY_VERSIONS);
+    const deno = JSON.parse(file(spaced, "deno.json"));
+    assert.equal(deno.tasks.rudder, "deno run -A '/src/my rudder/cli/main.ts'");
+    assert.equal(deno.imports["@rudder/operator"], "/src/my rudder/mod.ts");
+  });
+});
+
+describe("the scaffold for the published package", () => {
+  it("imports jsr:@rudder/operator in deno.json, with zod and LogTape from npm", () => {
+    const deno = JSON.parse(file(published, "deno.json"));
+    assert.deepEqual(deno.imports, {
+      "@rudder/operator": `jsr:@rudder/operator@^${VERSION}`,
+      "@logtape/logtape": `npm:@logtape/logtape@^${DEPENDENCY_VERSIONS["@logtape/logtape"]}`,
+      zod: `npm:zod@^${DEPENDENCY_VERSIONS.zod}`,
+    });
+    assert.equal(deno.nodeModulesDir, undefined);
+    assert.equal(deno.tasks.rudder, `deno run -A jsr:@rudder/operator@^${VERSION}/cli`);
+  });
+
+  it("gets @rudder/operator for Bun from JSR's npm registry", () => {
+    const pkg = JSON.parse(file(published, "package.json"));
+    assert.deepEqual(pkg.dependencies, {
+      "@rudder/operator": `npm:@jsr/rudder__operator@^${VERSION}`,
+      "@logtape/logtape": `^${DEPENDENCY_VERSIONS["@logtape/logtape"]}`,
+      zod: `^${DEPENDENCY_VERSIONS.zod}`,
+    });
+    assert.equal(pkg.type, "module");
+    assert.equal(pkg.scripts.test, "bun test");
+    assert.equal(file(published, ".npmrc"), "@jsr:registry=https://npm.jsr.io\n");
+    assert.equal(JSON.parse(file(published, "tsconfig.json")).compilerOptions.paths, undefined);
+  });
+
+  it("uses the versions of zod and LogTape that Rudder itself depends on", () => {
+    const pkg = JSON.parse(readFileSync(join(checkout, "package.json"), "utf8"));
+    for (const [name, version] of Object.entries(DEPENDENCY_VERSIONS)) {
+      assert.equal(pkg.dependencies[name], version, name);
+    }
+  });
+});
+
+describe("rudder init", () => {
+  it("writes the project and links Node's types from the checkout for Deno's checker", async () => {
+    const dir = join(scratch, "written");
+    const { code, out, err } = await rudder(scratch, "init", "written", "--local", checkout);
+    assert.equal(code, 0, err);
+    assert.match(out, /^ {2}main\.ts$/m);
+    for (const [path, content] of local) {
+      const expected = content.replaceAll("memcached-operator", "written")
+        .replaceAll("Memcached", "Example").replaceAll("memcached", "example")
+        .replaceAll("cache.example.com", "example.com");
+      if (path === "README.md") continue; // its table is laid out for the names
+      const written = path.replaceAll("memcached", "example");
+      assert.equal(readFileSync(join(dir, written), "utf8"), expected, written);
+    }
+    const link = join(dir, "node_modules", "@types", "node");
+    assert.ok(lstatSync(link).isSymbolicLink());
+    assert.equal(readlinkSync(link), join(checkout, "node_modules", "@types", "node"));
+    assert.match(
+      err,
+      /Created the written operator \(Example\.example\.com\/v1alpha1\) in written\./,
+    );
+  });
+
+  it("refuses a directory that is not empty, unless --force", async () => {
+    const dir = join(scratch, "busy");
+    mkdirSync(dir);
+    writeFileSync(join(dir, "notes.txt"), "mine");
+    const refused = await rudder(scratch, "init", "busy");
+    assert.equal(refused.code, 1);
+    assert.match(refused.err, /busy is not empty; choose another directory or pass --force/);
+    const forced = await rudder(scratch, "init", "busy", "--force", "--kind", "Widget");
+    assert.equal(forced.code, 0, forced.err);
+    assert.equal(readFileSync(join(dir, "notes.txt"), "utf8"), "mine");
+    assert.match(readFileSync(join(dir, "api", "widget.ts"), "utf8"), /kind: "Widget"/);
+  });
+});

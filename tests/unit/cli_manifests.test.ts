@@ -1,0 +1,407 @@
+// `rudder manifests`: RBAC derived from what controllers watch (least privilege, no wildcard),
+// the hardened Deployment, the webhook Service only with webhooks, and output that is the same
+// bytes for the same input. Discovery runs a project's setup(mgr) without starting anything.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
+import { fileURLToPath } from "node:url";
+import { parse } from "yaml";
+import {
+  crdsOf,
+  discoverControllers,
+  type DiscoveredController,
+  type DiscoveredWatch,
+  type Discovery,
+} from "../../cli/discover.ts";
+import { deriveRules, generateManifests, type ManifestSettings } from "../../cli/manifests.ts";
+import { main } from "../../cli/main.ts";
+import { cliEntrypoint } from "../../cli/project.ts";
+import { z } from "../../lib/api/zod.ts";
+import { defineResource } from "../../lib/api/resource.ts";
+import { ConfigMap, Deployment, Secret } from "../../lib/api/builtins.ts";
+import { newControllerManagedBy } from "../../lib/controller/builder.ts";
+import { enqueueRequestForObject } from "../../lib/controller/handler.ts";
+
+const Widget = defineResource({
+  group: "example.com",
+  version: "v1",
+  kind: "Widget",
+  scope: "Namespaced",
+  spec: z.object({ size: z.number().int().default(1) }),
+  status: z.object({ ready: z.boolean().optional() }),
+});
+const Gadget = defineResource({
+  group: "tools.example.com",
+  version: "v1beta1",
+  kind: "Gadget",
+  scope: "Cluster",
+  spec: z.object({ color: z.string() }),
+});
+
+const settings: ManifestSettings = {
+  name: "widget-operator",
+  namespace: "widget-system",
+  image: "registry.example.com/widget-operator:1.2.3",
+  metricsBindAddress: ":8080",
+  healthProbeBindAddress: ":8081",
+  rbac: [],
+};
+
+function watch(
+  group: string,
+  kind: string,
+  plural: string,
+  role: DiscoveredWatch["role"],
+): DiscoveredWatch {
+  return { group, version: "v1", kind, plural, scope: "Namespaced", role };
+}
+
+const controllers: DiscoveredController[] = [{
+  name: "widget",
+  watched: [
+    watch("example.com", "Widget", "widgets", "for"),
+    watch("apps", "Deployment", "deployments", "owns"),
+    watch("", "ConfigMap", "configmaps", "watches"),
+    watch("", "Secret", "secrets", "metadata"),
+  ],
+}];
+
+const discovery: Discovery = {
+  crds: [Widget.crd(), Gadget.crd()] as Discovery["crds"],
+  controllers,
+  webhooks: false,
+};
+
+const READ = ["get", "list", "watch"];
+const ALL = ["create", "delete", "get", "list", "patch", "update", "watch"];
+
+describe("deriveRules", () => {
+  it("grants reads for watched kinds, writes for for/owns, status and finalizers for for", () => {
+    assert.deepEqual(deriveRules(controllers, []), [
+      { apiGroups: [""], resources: ["configmaps", "secrets"], verbs: READ },
+      { apiGroups: ["apps"], resources: ["deployments"], verbs: ALL },
+      { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ALL },
+      { apiGroups: ["events.k8s.io"], resources: ["events"], verbs: ["create", "patch", "update"] },
+      { apiGroups: ["example.com"], resources: ["widgets"], verbs: ALL },
+      { apiGroups: ["example.com"], resources: ["widgets/finalizers"], verbs: ["update"] },
+      { apiGroups: ["example.com"], resources: ["widgets/status"], verbs: ["patch", "update"] },
+    ]);
+  });
+
+  it("grants leases and events even without controllers", () => {
+    assert.deepEqual(deriveRules([], []).map((r) => r.resources), [["leases"], ["events"]]);
+  });
+
+  it("merges extra rules into the derived ones and keeps named or non-resource rules apart", () => {
+    const rules = deriveRules(controllers, [
+      { apiGroups: [""], resources: ["secrets"], verbs: ["create"] },
+      { apiGroups: [""], resources: ["configmaps"], resourceNames: ["b", "a"], verbs: ["get"] },
+      { nonResourceURLs: ["/metrics"], verbs: ["get"] },
+      { nonResourceURLs: ["/metrics"], verbs: ["get"] },
+    ]);
+    assert.deepEqual(rules.slice(0, 2), [
+      { apiGroups: [""], resources: ["configmaps"], verbs: READ },
+      { apiGroups: [""], resources: ["secrets"], verbs: ["create", "get", "list", "watch"] },
+    ]);
+    assert.deepEqual(rules.slice(-2), [
+      { apiGroups: [""], resources: ["configmaps"], resourceNames: ["a", "b"], verbs: ["get"] },
+      { nonResourceURLs: ["/metrics"], verbs: ["get"] },
+    ]);
+  });
+
+  it("refuses an extra rule with a wildcard, naming the field", () => {
+    assert.throws(
+      () => deriveRules([], [{ apiGroups: [""], resources: ["pods"], verbs: ["*"] }]),
+      /rbac rule 1 of rudder\.json grants a wildcard in verbs/,
+    );
+    assert.throws(
+      () => deriveRules([], [{ apiGroups: ["*"], resources: ["pods"], verbs: ["get"] }]),
+      /wildcard in apiGroups/,
+    );
+  });
+
+  it("does not depend on the order of controllers and watches", () => {
+    const shuffled: DiscoveredController[] = [
+      { name: "other", watched: [watch("", "ConfigMap", "configmaps", "owns")] },
+      { ...controllers[0], watched: [...controllers[0].watched].reverse() },
+    ];
+    const forward = deriveRules([controllers[0], shuffled[0]], []);
+    assert.deepEqual(deriveRules(shuffled, []), forward);
+  });
+});
+
+describe("generateManifests", () => {
+  const files = generateManifests(settings, discovery);
+  const object = (path: string) => {
+    const content = files.get(path);
+    assert.ok(content, `${path} is generated`);
+    return parse(content);
+  };
+
+  it("writes CRDs, RBAC, the Deployment, its Namespace and a kustomization over them", () => {
+    assert.deepEqual([...files.keys()], [
+      "manager/namespace.yaml",
+      "crd/example.com_widgets.yaml",
+      "crd/tools.example.com_gadgets.yaml",
+      "rbac/service_account.yaml",
+      "rbac/role.yaml",
+      "rbac/role_binding.yaml",
+      "manager/deployment.yaml",
+      "kustomization.yaml",
+    ]);
+    const kustomization = object("kustomization.yaml");
+    assert.equal(kustomization.namespace, "widget-system");
+    assert.deepEqual(kustomization.resources, [...files.keys()].slice(0, -1));
+    assert.deepEqual(object("crd/example.com_widgets.yaml"), Widget.crd());
+  });
+
+  it("binds the ClusterRole to the operator's ServiceAccount", () => {
+    const account = object("rbac/service_account.yaml");
+    assert.deepEqual(account.metadata.name, "widget-operator-controller-manager");
+    assert.equal(account.metadata.namespace, "widget-system");
+    const binding = object("rbac/role_binding.yaml");
+    assert.deepEqual(binding.roleRef, {
+      apiGroup: "rbac.authorization.k8s.io",
+      kind: "ClusterRole",
+      name: "widget-operator-manager-role",
+    });
+    assert.deepEqual(binding.subjects, [{
+      kind: "ServiceAccount",
+      name: "widget-operator-controller-manager",
+      namespace: "widget-system",
+    }]);
+    assert.equal(object("rbac/role.yaml").metadata.name, "widget-operator-manager-role");
+  });
+
+  it("grants no wildcard anywhere", () => {
+    for (const [path, content] of files) {
+      if (path.startsWith("crd/")) continue;
+      assert.doesNotMatch(content, /\*/, path);
+    }
+    const rules = object("rbac/role.yaml").rules as Record<string, string[]>[];
+    for (const rule of rules) {
+      for (const values of Object.values(rule)) assert.ok(!values.includes("*"));
+    }
+  });
+
+  it("hardens the Deployment: non-root, read-only root, no capabilities, RuntimeDefault", () => {
+    const deployment = object("manager/deployment.yaml");
+    const pod = deployment.spec.template.spec;
+    assert.equal(pod.serviceAccountName, "widget-operator-controller-manager");
+    assert.deepEqual(pod.securityContext, {
+      runAsNonRoot: true,
+      runAsUser: 65532,
+      runAsGroup: 65532,
+      seccompProfile: { type: "RuntimeDefault" },
+    });
+    const [container] = pod.containers;
+    assert.equal(container.image, "registry.example.com/widget-operator:1.2.3");
+    assert.deepEqual(container.securityContext, {
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      runAsNonRoot: true,
+      capabilities: { drop: ["ALL"] },
+    });
+    assert.deepEqual(container.resources.requests, { cpu: "10m", memory: "64Mi" });
+    assert.ok(container.resources.limits.memory);
+  });
+
+  it("probes /healthz and /readyz on the health port and exposes the metrics port", () => {
+    const [container] = object("manager/deployment.yaml").spec.template.spec.containers;
+    assert.deepEqual(container.ports, [
+      { name: "metrics", containerPort: 8080, protocol: "TCP" },
+      { name: "health", containerPort: 8081, protocol: "TCP" },
+    ]);
+    assert.deepEqual(container.livenessProbe.httpGet, { path: "/healthz", port: "health" });
+    assert.deepEqual(container.readinessProbe.httpGet, { path: "/readyz", port: "health" });
+  });
+
+  it("gives the operator its namespace for leader election and its bind addresses", () => {
+    const [container] = object("manager/deployment.yaml").spec.template.spec.containers;
+    assert.deepEqual(container.env, [
+      {
+        name: "LEADER_ELECTION_NAMESPACE",
+        valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } },
+      },
+      { name: "METRICS_BIND_ADDRESS", value: ":8080" },
+      { name: "HEALTH_PROBE_BIND_ADDRESS", value: ":8081" },
+    ]);
+  });
+
+  it("leaves probes out when the health server is off", () => {
+    const off = generateManifests({ ...settings, healthProbeBindAddress: "0" }, discovery);
+    const [container] = parse(off.get("manager/deployment.yaml")!).spec.template.spec.containers;
+    assert.equal(container.livenessProbe, undefined);
+    assert.deepEqual(container.ports.map((p: { name: string }) => p.name), ["metrics"]);
+  });
+
+  it("adds a webhook Service only when the operator serves webhooks", () => {
+    assert.equal([...files.keys()].some((path) => path.startsWith("webhook/")), false);
+    const withWebhooks = generateManifests(settings, { ...discovery, webhooks: true });
+    const service = parse(withWebhooks.get("webhook/service.yaml")!);
+    assert.equal(service.kind, "Service");
+    assert.equal(service.metadata.namespace, "widget-system");
+    assert.deepEqual(service.spec.ports, [
+      { name: "webhook", port: 443, protocol: "TCP", targetPort: "webhook" },
+    ]);
+    const kustomization = parse(withWebhooks.get("kustomization.yaml")!);
+    assert.ok(kustomization.resources.includes("webhook/service.yaml"));
+  });
+
+  it("gives the same bytes for the same input, whatever the order it was found in", () => {
+    const again = generateManifests(settings, {
+      crds: [...discovery.crds].reverse(),
+      controllers: [{ ...controllers[0], watched: [...controllers[0].watched].reverse() }],
+      webhooks: false,
+    });
+    assert.deepEqual([...again], [...files]);
+    // No anchors or aliases: objects used twice (the labels) are written out twice.
+    for (const content of files.values()) assert.doesNotMatch(content, /(:|-) [&*][a-z]+\d+\b/);
+  });
+
+  it("starts every file with a do-not-edit header", () => {
+    for (const content of files.values()) {
+      assert.match(content, /^# Generated by `rudder manifests`; changes here are overwritten\.\n/);
+    }
+  });
+});
+
+describe("discovery", () => {
+  it("records what the controllers registered by setup(mgr) watch, starting nothing", async () => {
+    const found = await discoverControllers((mgr) => {
+      newControllerManagedBy(mgr).for(Widget).owns(Deployment)
+        .watches(ConfigMap, enqueueRequestForObject())
+        .complete(() => ({}));
+      newControllerManagedBy(mgr).named("secrets").watchesMetadata(
+        Secret,
+        enqueueRequestForObject(),
+      ).complete(() => ({}));
+    });
+    assert.deepEqual(found, [
+      {
+        name: "widget",
+        watched: [
+          { ...watch("example.com", "Widget", "widgets", "for"), version: "v1" },
+          {
+            group: "apps",
+            version: "v1",
+            kind: "Deployment",
+            plural: "deployments",
+            scope: "Namespaced",
+            role: "owns",
+          },
+          watch("", "ConfigMap", "configmaps", "watches"),
+        ],
+      },
+      { name: "secrets", watched: [watch("", "Secret", "secrets", "metadata")] },
+    ]);
+  });
+
+  it("takes an async setup", async () => {
+    const found = await discoverControllers(async (mgr) => {
+      await Promise.resolve();
+      newControllerManagedBy(mgr).for(Gadget).complete(() => ({}));
+    });
+    assert.deepEqual(found.map((c) => c.watched[0].scope), ["Cluster"]);
+  });
+
+  it("finds the CRDs among a module's exports: everything with a crd() method", () => {
+    const crds = crdsOf({ Widget, Gadget, ConfigMap, answer: 42, nothing: null });
+    assert.deepEqual(crds.map((crd) => crd.metadata?.name), [
+      "widgets.example.com",
+      "gadgets.tools.example.com",
+    ]);
+  });
+});
+
+describe("rudder manifests on a project", () => {
+  const checkout = fileURLToPath(new URL("../../", import.meta.url));
+  let scratch: string;
+  before(() => {
+    scratch = mkdtempSync(join(tmpdir(), "rudder-manifests-test-"));
+  });
+  after(() => {
+    if (scratch) rmSync(scratch, { recursive: true, force: true });
+  });
+
+  function project(name: string, main: string): string {
+    const dir = join(scratch, name);
+    mkdirSync(join(dir, "api"), { recursive: true });
+    writeFileSync(
+      join(dir, "api", "gizmo.ts"),
+      `import { z } from "${checkout}lib/api/zod.ts";
+import { defineResource } from "${checkout}mod.ts";
+export const Gizmo = defineResource({
+  group: "toys.example.com", version: "v1", kind: "Gizmo", scope: "Cluster",
+  spec: z.object({ size: z.number() }),
+});
+export const notAResource = { crd: "no" };
+`,
+    );
+    writeFileSync(join(dir, "main.ts"), main);
+    return dir;
+  }
+
+  async function rudder(cwd: string, ...args: string[]) {
+    let out = "";
+    let err = "";
+    const code = await main(args, {
+      out: (line) => (out += `${line}\n`),
+      err: (line) => (err += `${line}\n`),
+      cwd,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME },
+    });
+    return { code, out, err };
+  }
+
+  it("loads the code in a child process, without starting it, and writes the manifests", async () => {
+    const dir = project(
+      "gizmo-operator",
+      `import { ConfigMap, newControllerManagedBy, type Manager } from "${checkout}mod.ts";
+import { Gizmo } from "./api/gizmo.ts";
+export function setup(mgr: Manager): void {
+  newControllerManagedBy(mgr).for(Gizmo).owns(ConfigMap).complete(() => ({}));
+}
+console.log("main.ts may print; the manifests do not care");
+`,
+    );
+    const { code, out, err } = await rudder(dir, "manifests", "--out", "deploy");
+    assert.equal(code, 0, err);
+    assert.match(out, /^deploy\/crd\/toys\.example\.com_gizmos\.yaml$/m);
+    assert.match(err, /1 CRD\(s\), controllers: gizmo; deploy with: kubectl apply -k deploy/);
+    const role = parse(readFileSync(join(dir, "deploy", "rbac", "role.yaml"), "utf8"));
+    assert.deepEqual(role.rules[0], { apiGroups: [""], resources: ["configmaps"], verbs: ALL });
+    assert.equal(
+      parse(readFileSync(join(dir, "deploy", "manager", "deployment.yaml"), "utf8")).metadata.name,
+      "gizmo-operator-controller-manager",
+    );
+  });
+
+  it("fails naming the missing setup export", async () => {
+    const dir = project("no-setup", "export const answer = 42;\n");
+    const { code, err } = await rudder(dir, "manifests");
+    assert.equal(code, 1);
+    assert.match(err, /main\.ts does not export a function "setup"/);
+    assert.match(err, /its exports: answer/);
+  });
+
+  it("fails with the project's own error when its code does not load", async () => {
+    const dir = project("broken", 'throw new Error("broken on purpose");\n');
+    const { code, err } = await rudder(dir, "manifests");
+    assert.equal(code, 1);
+    assert.match(err, /loading the project's code failed/);
+    assert.match(err, /broken on purpose/);
+  });
+
+  it("runs the CLI itself for that, by path from a checkout", () => {
+    assert.equal(cliEntrypoint(), join(checkout, "cli", "main.ts"));
+  });
+
+  it("keeps its internal command out of the help and checks its arguments", async () => {
+    assert.doesNotMatch((await rudder(scratch, "--help")).out, /__discover/);
+    assert.equal((await rudder(scratch, "__discover")).code, 2);
+  });
+});
