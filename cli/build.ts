@@ -29,6 +29,7 @@ import {
 import {
   findProjectDir,
   loadProject,
+  PROJECT_DIR_FLAG,
   type ProjectSettings,
   type Runtime,
   runtimeExecutable,
@@ -234,11 +235,7 @@ export const buildSpec: CommandSpec = {
   summary: "compile the operator into one self-contained executable",
   positionals: [],
   flags: {
-    dir: {
-      type: "string",
-      value: "<project>",
-      description: "The operator project (default: the nearest directory with rudder.json).",
-    },
+    dir: PROJECT_DIR_FLAG,
     runtime: {
       type: "string",
       value: "deno|bun",

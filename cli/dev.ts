@@ -29,6 +29,7 @@ import {
   currentRuntime,
   findProjectDir,
   loadProject,
+  PROJECT_DIR_FLAG,
   type ProjectSettings,
   runModuleCommand,
   type Runtime,
@@ -151,11 +152,7 @@ export const devSpec: CommandSpec = {
   summary: "run the operator against a local control plane, restarting it on changes",
   positionals: [],
   flags: {
-    dir: {
-      type: "string",
-      value: "<project>",
-      description: "The operator project (default: the nearest directory with rudder.json).",
-    },
+    dir: PROJECT_DIR_FLAG,
     kubeconfig: {
       type: "string",
       value: "<path>",

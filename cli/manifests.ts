@@ -29,6 +29,7 @@ import {
   findProjectDir,
   loadProject,
   type PolicyRule,
+  PROJECT_DIR_FLAG,
   type ProjectSettings,
   runModuleCommand,
   type Runtime,
@@ -405,11 +406,7 @@ export const manifestsSpec: CommandSpec = {
   summary: "write the CRDs, RBAC, Deployment and kustomization.yaml of the operator",
   positionals: [],
   flags: {
-    dir: {
-      type: "string",
-      value: "<project>",
-      description: "The operator project (default: the nearest directory with rudder.json).",
-    },
+    dir: PROJECT_DIR_FLAG,
     out: {
       type: "string",
       value: "<dir>",

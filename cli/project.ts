@@ -25,9 +25,17 @@ import { basename, delimiter, dirname, extname, join, resolve } from "node:path"
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
+import type { FlagSpec } from "./args.ts";
 
 /** The file that holds a project's settings. */
 export const SETTINGS_FILE = "rudder.json";
+
+/** The `--dir` flag of the commands that work on a project. */
+export const PROJECT_DIR_FLAG: FlagSpec = {
+  type: "string",
+  value: "<project>",
+  description: "The operator project (default: the nearest directory with rudder.json).",
+};
 
 /** A rule of a ClusterRole, as in `rbac.authorization.k8s.io/v1`. */
 export interface PolicyRule {
