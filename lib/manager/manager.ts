@@ -374,7 +374,10 @@ export class Manager implements ControllerHost {
       fail(err);
     } finally {
       this.#log.info("Stopping the manager");
-      const stopped = this.#stopAll(cacheStop, electorStop, electorRun, cacheRun);
+      // After losing the lease another replica may lead soon: abort the leader runnables'
+      // reconciles and do not wait for them, as controller-runtime exits at once.
+      const lost = failure instanceof LeaderElectionLostError;
+      const stopped = this.#stopAll(cacheStop, electorStop, electorRun, cacheRun, !lost);
       const timeout = this.#options.gracefulShutdownTimeout ?? DEFAULT_GRACEFUL_SHUTDOWN_MS;
       let timer: ReturnType<typeof setTimeout> | undefined;
       const timedOut = new Promise<"timeout">((resolve) => {
@@ -448,8 +451,11 @@ export class Manager implements ControllerHost {
     electorStop: AbortController,
     electorRun: Promise<void> | undefined,
     cacheRun: Promise<void> | undefined,
+    waitForLeaderRunnables: boolean,
   ): Promise<void> {
-    await this.#leaderRunnables.stop();
+    const leaderStopped = this.#leaderRunnables.stop();
+    if (waitForLeaderRunnables) await leaderStopped;
+    else leaderStopped.catch(() => {});
     electorStop.abort();
     await electorRun;
     await this.#others.stop();
