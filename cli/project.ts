@@ -20,7 +20,18 @@
  * @module
  */
 
-import { accessSync, constants, existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { Buffer } from "node:buffer";
+import {
+  accessSync,
+  closeSync,
+  constants,
+  existsSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  statSync,
+} from "node:fs";
 import { basename, delimiter, dirname, extname, join, resolve } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
@@ -221,20 +232,40 @@ export function runtimeExecutable(
   env: Record<string, string | undefined>,
 ): string {
   if (runtime === currentRuntime()) return process.execPath;
-  for (const dir of (env.PATH ?? "").split(delimiter).filter(Boolean)) {
-    const candidate = join(dir, runtime);
-    if (isExecutable(candidate)) return candidate;
-  }
+  const onPath = (env.PATH ?? "").split(delimiter).filter(Boolean)
+    .map((dir) => join(dir, runtime))
+    .filter(isExecutable);
+  // npm's launchers (`#!/usr/bin/env node` scripts, as npx installs them) need Node on PATH;
+  // a native binary runs anywhere, so it goes first.
+  const native = onPath.find((candidate) => !isScript(candidate));
+  if (native) return native;
   if (import.meta.url.startsWith("file:")) {
     const bundled = fileURLToPath(new URL(CHECKOUT_RUNTIMES[runtime], import.meta.url));
     if (isExecutable(bundled)) return bundled;
   }
+  if (onPath.length > 0) return onPath[0];
   throw new Error(
     `${runtime} was not found on PATH; install it (https://${
       runtime === "deno" ? "deno.com" : "bun.sh"
     }) ` +
       `or run rudder with ${runtime} itself`,
   );
+}
+
+/** True for a file that starts with `#!`: a script run through an interpreter. */
+function isScript(path: string): boolean {
+  try {
+    const fd = openSync(path, "r");
+    try {
+      const head = Buffer.alloc(2);
+      readSync(fd, head, 0, 2, 0);
+      return head.toString("latin1") === "#!";
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return false;
+  }
 }
 
 /** The command that runs the TypeScript module `file` on `runtime`. */
