@@ -324,6 +324,7 @@ export {
   registry,
   type RequestFilter,
   restClientMetrics,
+  ScalarMetric,
   TEXT_CONTENT_TYPE,
   withAuthenticationAndAuthorization,
   WORKQUEUE_DURATION_BUCKETS,

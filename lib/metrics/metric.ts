@@ -222,6 +222,56 @@ function sample(name: string, names: readonly string[], values: readonly string[
 }
 
 /**
+ * What counters and gauges share: one number per series.
+ *
+ * @example
+ * ```ts
+ * import { Gauge, type ScalarMetric } from "@rudder/operator";
+ *
+ * const metric: ScalarMetric = new Gauge({ name: "example_items", help: "Items." });
+ * console.log(metric.get()); // 0
+ * ```
+ */
+export abstract class ScalarMetric<L extends string = string> extends Metric<L> {
+  readonly #series: SeriesMap<L, Value>;
+
+  /** A metric whose series start at 0; one without labels has its one series from the start. */
+  constructor(options: MetricOptions<L, never>) {
+    super(options);
+    this.#series = new SeriesMap(this.name, this.labelNames, () => ({ value: 0 }));
+  }
+
+  /** The value holder of the series `labels` names (`undefined`: no labels), made at 0 if new. */
+  protected state(labels: MetricLabels<L> | undefined): { value: number } {
+    return this.#series.get(labels);
+  }
+
+  /** The value of the series `labels` names; undefined when there is none. */
+  get(labels?: MetricLabels<L>): number | undefined {
+    return this.#series.existing(labels)?.value;
+  }
+
+  /** Removes the series `labels` names; true when there was one. */
+  remove(labels: MetricLabels<L>): boolean {
+    return this.#series.remove(labels);
+  }
+
+  /** Removes every series (a metric without labels goes back to 0). */
+  reset(): void {
+    this.#series.reset();
+  }
+
+  /** The metric in the text format. */
+  expose(): string {
+    return this.#series.expose(
+      this.help,
+      this.type,
+      (names, values, state) => sample(this.name, names, values, state.value),
+    );
+  }
+}
+
+/**
  * A count that only goes up (requests served, errors), per label values.
  *
  * @example
@@ -238,15 +288,13 @@ function sample(name: string, names: readonly string[], values: readonly string[
  * failed.inc();
  * ```
  */
-export class Counter<L extends string = never> extends Metric<L> {
+export class Counter<L extends string = never> extends ScalarMetric<L> {
   /** `counter`. */
   readonly type = "counter";
-  readonly #series: SeriesMap<L, Value>;
 
   /** A counter; a counter without labels starts with its one series at 0. */
   constructor(options: MetricOptions<L, Counter<L>>) {
     super(options as MetricOptions<L, never>);
-    this.#series = new SeriesMap(this.name, this.labelNames, () => ({ value: 0 }));
   }
 
   /** Adds `by` (default 1, never negative) to the series `labels` names. */
@@ -255,37 +303,13 @@ export class Counter<L extends string = never> extends Metric<L> {
   inc(by?: number): void;
   inc(labels?: MetricLabels<L> | number, by = 1): void {
     if (typeof labels === "number") [labels, by] = [undefined, labels];
-    add(this.name, this.#series.get(labels), by);
+    add(this.name, this.state(labels), by);
   }
 
   /** The series `labels` names, made at 0 if new, for repeated use. */
   labels(labels: MetricLabels<L>): { inc(by?: number): void } {
-    const state = this.#series.get(labels);
+    const state = this.state(labels);
     return { inc: (by = 1) => add(this.name, state, by) };
-  }
-
-  /** The value of the series `labels` names; undefined when there is none. */
-  get(labels?: MetricLabels<L>): number | undefined {
-    return this.#series.existing(labels)?.value;
-  }
-
-  /** Removes the series `labels` names; true when there was one. */
-  remove(labels: MetricLabels<L>): boolean {
-    return this.#series.remove(labels);
-  }
-
-  /** Removes every series (a counter without labels goes back to 0). */
-  reset(): void {
-    this.#series.reset();
-  }
-
-  /** The counter in the text format. */
-  expose(): string {
-    return this.#series.expose(
-      this.help,
-      this.type,
-      (names, values, state) => sample(this.name, names, values, state.value),
-    );
   }
 }
 
@@ -309,15 +333,13 @@ function add(name: string, state: Value, by: number): void {
  * }));
  * ```
  */
-export class Gauge<L extends string = never> extends Metric<L> {
+export class Gauge<L extends string = never> extends ScalarMetric<L> {
   /** `gauge`. */
   readonly type = "gauge";
-  readonly #series: SeriesMap<L, Value>;
 
   /** A gauge; a gauge without labels starts with its one series at 0. */
   constructor(options: MetricOptions<L, Gauge<L>>) {
     super(options as MetricOptions<L, never>);
-    this.#series = new SeriesMap(this.name, this.labelNames, () => ({ value: 0 }));
   }
 
   /** Sets the series `labels` names to `value`. */
@@ -325,8 +347,8 @@ export class Gauge<L extends string = never> extends Metric<L> {
   /** Sets the gauge without labels to `value`. */
   set(value: number): void;
   set(labels: MetricLabels<L> | number, value?: number): void {
-    if (typeof labels === "number") this.#series.get(undefined).value = labels;
-    else this.#series.get(labels).value = value!;
+    if (typeof labels === "number") this.state(undefined).value = labels;
+    else this.state(labels).value = value!;
   }
 
   /** Adds `by` (default 1) to the series `labels` names. */
@@ -335,7 +357,7 @@ export class Gauge<L extends string = never> extends Metric<L> {
   inc(by?: number): void;
   inc(labels?: MetricLabels<L> | number, by = 1): void {
     if (typeof labels === "number") [labels, by] = [undefined, labels];
-    this.#series.get(labels).value += by;
+    this.state(labels).value += by;
   }
 
   /** Subtracts `by` (default 1) from the series `labels` names. */
@@ -344,43 +366,19 @@ export class Gauge<L extends string = never> extends Metric<L> {
   dec(by?: number): void;
   dec(labels?: MetricLabels<L> | number, by = 1): void {
     if (typeof labels === "number") [labels, by] = [undefined, labels];
-    this.#series.get(labels).value -= by;
+    this.state(labels).value -= by;
   }
 
   /** The series `labels` names, made at 0 if new, for repeated use. */
   labels(
     labels: MetricLabels<L>,
   ): { set(value: number): void; inc(by?: number): void; dec(by?: number): void } {
-    const state = this.#series.get(labels);
+    const state = this.state(labels);
     return {
       set: (value) => void (state.value = value),
       inc: (by = 1) => void (state.value += by),
       dec: (by = 1) => void (state.value -= by),
     };
-  }
-
-  /** The value of the series `labels` names; undefined when there is none. */
-  get(labels?: MetricLabels<L>): number | undefined {
-    return this.#series.existing(labels)?.value;
-  }
-
-  /** Removes the series `labels` names; true when there was one. */
-  remove(labels: MetricLabels<L>): boolean {
-    return this.#series.remove(labels);
-  }
-
-  /** Removes every series (a gauge without labels goes back to 0). */
-  reset(): void {
-    this.#series.reset();
-  }
-
-  /** The gauge in the text format. */
-  expose(): string {
-    return this.#series.expose(
-      this.help,
-      this.type,
-      (names, values, state) => sample(this.name, names, values, state.value),
-    );
   }
 }
 

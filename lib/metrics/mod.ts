@@ -34,6 +34,7 @@ export {
   type MetricLabels,
   type MetricOptions,
   type MetricType,
+  ScalarMetric,
 } from "./metric.ts";
 export { Registry, registry } from "./registry.ts";
 export {
