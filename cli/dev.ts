@@ -12,9 +12,7 @@ import { existsSync, watch } from "node:fs";
 import { join, resolve, sep } from "node:path";
 import process from "node:process";
 import { type KubeConfig, loadConfig } from "../lib/kube/config.ts";
-import { isAlreadyExists } from "../lib/kube/errors.ts";
-import { RestClient } from "../lib/kube/rest.ts";
-import { Environment } from "../lib/testing/envtest.ts";
+import { Environment, installCRDs } from "../lib/testing/envtest.ts";
 import {
   choiceFlag,
   type CommandIO,
@@ -22,7 +20,6 @@ import {
   parseCommandArgs,
   stringFlag,
 } from "./args.ts";
-import type { CRDObject } from "./discover.ts";
 import { nextStopSignal } from "./envtest.ts";
 import { discoverProject } from "./manifests.ts";
 import {
@@ -39,10 +36,6 @@ import {
 const STOP_TIMEOUT_MS = 35_000;
 /** Milliseconds of quiet after a change before the restart: editors write in bursts. */
 const DEBOUNCE_MS = 300;
-/** Milliseconds a CRD gets to become established. */
-const CRD_TIMEOUT_MS = 30_000;
-
-const CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
 
 /** Whether a changed file (relative to the project) should restart the operator. */
 export function isSourceChange(path: string): boolean {
@@ -51,49 +44,6 @@ export function isSourceChange(path: string): boolean {
   if (/(^|\/)\./.test(normalized)) return false; // hidden files, editor swap files
   if (/[._]test\.[mc]?[tj]s$/.test(normalized)) return false;
   return /\.([mc]?[tj]sx?|json)$/.test(normalized) && !normalized.endsWith("deno.lock");
-}
-
-/** Creates or updates CRDs, then waits until each is established. */
-export async function applyCRDs(config: KubeConfig, crds: CRDObject[]): Promise<void> {
-  const rest = new RestClient(config);
-  try {
-    for (const crd of crds) {
-      const name = crd.metadata!.name!;
-      try {
-        await rest.request({ method: "POST", path: CRD_PATH, body: crd });
-      } catch (err) {
-        if (!isAlreadyExists(err)) throw err;
-        const existing = await rest.request<{ metadata: { resourceVersion: string } }>({
-          path: `${CRD_PATH}/${name}`,
-        });
-        await rest.request({
-          method: "PUT",
-          path: `${CRD_PATH}/${name}`,
-          body: {
-            ...crd,
-            metadata: { ...crd.metadata, resourceVersion: existing.metadata.resourceVersion },
-          },
-        });
-      }
-    }
-    const deadline = Date.now() + CRD_TIMEOUT_MS;
-    for (const crd of crds) {
-      const name = crd.metadata!.name!;
-      for (;;) {
-        const current = await rest.request<{
-          status?: { conditions?: { type: string; status: string }[] };
-        }>({ path: `${CRD_PATH}/${name}` });
-        const established = current.status?.conditions?.some((c) =>
-          c.type === "Established" && c.status === "True"
-        );
-        if (established) break;
-        if (Date.now() > deadline) throw new Error(`CRD ${name} was not established in time`);
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
-  } finally {
-    rest.close();
-  }
 }
 
 /** The operator as a child process. */
@@ -234,7 +184,7 @@ async function loop(
   const start = async () => {
     try {
       const discovery = await discoverProject(settings, { runtime, env: io.env });
-      await applyCRDs(config, discovery.crds);
+      await installCRDs(config, discovery.crds);
       const names = discovery.crds.map((crd) => crd.metadata?.name).join(", ") || "none";
       io.err(`rudder dev: CRDs installed: ${names}`);
     } catch (err) {

@@ -290,6 +290,96 @@ function readCRDFiles(paths: string[], errorIfMissing: boolean): CustomResourceD
   return crds;
 }
 
+const CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+
+/**
+ * Creates (or updates) CRDs on the API server of `config` and waits until each is established
+ * and every served version appears in discovery, at most `timeout` milliseconds (default
+ * 30 000). {@linkcode Environment} uses it at start; `rudder dev` uses it on any cluster.
+ *
+ * @example
+ * ```ts ignore
+ * import { installCRDs } from "@rudder/operator/testing";
+ * import { loadConfig } from "@rudder/operator";
+ * import { Example } from "./api/example.ts";
+ *
+ * await installCRDs(await loadConfig(), [Example]);
+ * ```
+ */
+export async function installCRDs(
+  config: KubeConfig,
+  crds: CRDSource[],
+  options: { timeout?: number } = {},
+): Promise<void> {
+  const objects = crds.map(crdObject);
+  const rest = new RestClient(config);
+  try {
+    for (const crd of objects) {
+      const name = crd.metadata?.name;
+      if (!name) throw new Error("a CRD to install has no metadata.name");
+      try {
+        await rest.request({ method: "POST", path: CRD_PATH, body: crd });
+      } catch (err) {
+        if (!isAlreadyExists(err)) throw err;
+        const existing = await rest.request<{ metadata: { resourceVersion: string } }>({
+          path: `${CRD_PATH}/${name}`,
+        });
+        await rest.request({
+          method: "PUT",
+          path: `${CRD_PATH}/${name}`,
+          body: {
+            ...crd,
+            metadata: { ...crd.metadata, resourceVersion: existing.metadata.resourceVersion },
+          },
+        });
+      }
+    }
+    const deadline = Date.now() + (options.timeout ?? DEFAULT_CRD_TIMEOUT_MS);
+    const pending = new Set(objects.map((crd) => crd.metadata!.name!));
+    let lastProblem = "";
+    while (pending.size > 0) {
+      for (const name of [...pending]) {
+        const problem = await crdProblem(rest, name);
+        if (problem) lastProblem = `${name}: ${problem}`;
+        else pending.delete(name);
+      }
+      if (pending.size === 0) break;
+      if (Date.now() > deadline) {
+        throw new Error(
+          `CRDs not served in time: ${[...pending].join(", ")} (last seen: ${lastProblem})`,
+        );
+      }
+      await delay(100);
+    }
+  } finally {
+    rest.close();
+  }
+}
+
+/** Why a CRD is not usable yet, or `undefined` when it is established and served. */
+async function crdProblem(rest: RestClient, name: string): Promise<string | undefined> {
+  const crd = await rest.request<CRDStatus>({ path: `${CRD_PATH}/${name}` });
+  const established = crd.status?.conditions?.find((c) => c.type === "Established");
+  if (established?.status !== "True") {
+    return `not established${established?.message ? ` (${established.message})` : ""}`;
+  }
+  for (const version of crd.spec.versions.filter((v) => v.served)) {
+    try {
+      const list = await rest.request<{ resources: { name: string }[] }>({
+        path: `/apis/${crd.spec.group}/${version.name}`,
+      });
+      if (!list.resources.some((r) => r.name === crd.spec.names.plural)) {
+        return `${crd.spec.group}/${version.name} does not list ${crd.spec.names.plural} yet`;
+      }
+    } catch (err) {
+      if (isNotFound(err)) return `${crd.spec.group}/${version.name} is not served yet`;
+      if (err instanceof ApiError) return err.message;
+      throw err;
+    }
+  }
+  return undefined;
+}
+
 /** The certificates and keys of one environment, and the files the API server reads. */
 interface GeneratedCertificates {
   ca: CertificateAuthority;
@@ -701,75 +791,9 @@ export class Environment {
    * appears in discovery.
    */
   async installCRDs(crds: CRDSource[]): Promise<void> {
-    const config = this.config;
-    const objects = crds.map(crdObject);
-    const rest = new RestClient(config);
-    const base = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
-    try {
-      for (const crd of objects) {
-        const name = crd.metadata?.name;
-        if (!name) throw new Error("a CRD to install has no metadata.name");
-        try {
-          await rest.request({ method: "POST", path: base, body: crd });
-        } catch (err) {
-          if (!isAlreadyExists(err)) throw err;
-          const existing = await rest.request<{ metadata: { resourceVersion: string } }>({
-            path: `${base}/${name}`,
-          });
-          await rest.request({
-            method: "PUT",
-            path: `${base}/${name}`,
-            body: {
-              ...crd,
-              metadata: { ...crd.metadata, resourceVersion: existing.metadata.resourceVersion },
-            },
-          });
-        }
-      }
-      const deadline = Date.now() + (this.#options.crdInstallTimeout ?? DEFAULT_CRD_TIMEOUT_MS);
-      const pending = new Set(objects.map((crd) => crd.metadata!.name!));
-      let lastProblem = "";
-      while (pending.size > 0) {
-        for (const name of [...pending]) {
-          const problem = await this.#crdProblem(rest, base, name);
-          if (problem) lastProblem = `${name}: ${problem}`;
-          else pending.delete(name);
-        }
-        if (pending.size === 0) break;
-        if (Date.now() > deadline) {
-          throw new Error(
-            `CRDs not served in time: ${[...pending].join(", ")} (last seen: ${lastProblem})`,
-          );
-        }
-        await delay(100);
-      }
-    } finally {
-      rest.close();
-    }
-  }
-
-  /** Why a CRD is not usable yet, or `undefined` when it is established and served. */
-  async #crdProblem(rest: RestClient, base: string, name: string): Promise<string | undefined> {
-    const crd = await rest.request<CRDStatus>({ path: `${base}/${name}` });
-    const established = crd.status?.conditions?.find((c) => c.type === "Established");
-    if (established?.status !== "True") {
-      return `not established${established?.message ? ` (${established.message})` : ""}`;
-    }
-    for (const version of crd.spec.versions.filter((v) => v.served)) {
-      try {
-        const list = await rest.request<{ resources: { name: string }[] }>({
-          path: `/apis/${crd.spec.group}/${version.name}`,
-        });
-        if (!list.resources.some((r) => r.name === crd.spec.names.plural)) {
-          return `${crd.spec.group}/${version.name} does not list ${crd.spec.names.plural} yet`;
-        }
-      } catch (err) {
-        if (isNotFound(err)) return `${crd.spec.group}/${version.name} is not served yet`;
-        if (err instanceof ApiError) return err.message;
-        throw err;
-      }
-    }
-    return undefined;
+    await installCRDs(this.config, crds, {
+      timeout: this.#options.crdInstallTimeout ?? DEFAULT_CRD_TIMEOUT_MS,
+    });
   }
 
   /**

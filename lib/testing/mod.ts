@@ -23,6 +23,7 @@ export {
   type CustomResourceDefinitionObject,
   Environment,
   type EnvironmentOptions,
+  installCRDs,
   type ProcessFlags,
 } from "./envtest.ts";
 export {
