@@ -28,6 +28,7 @@ import { resourcePath } from "../api/resource.ts";
 import { ApiError, isGone, isTooManyRequests } from "../kube/errors.ts";
 import type { QueryValue, RestClient } from "../kube/rest.ts";
 import { WatchDecodeError, type WatchEvent } from "../kube/watch.ts";
+import { sleep } from "../util/abort.ts";
 import { deepFreeze, type DeepReadonly, objectKey, Store, type StoreOptions } from "./store.ts";
 
 const logger = getLogger(["rudder", "cache", "informer"]);
@@ -131,19 +132,6 @@ class RelistNeeded extends Error {
     super(reason);
     this.name = "RelistNeeded";
   }
-}
-
-function delay(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-  });
 }
 
 function jittered(ms: number, fraction: number): number {
@@ -441,7 +429,8 @@ export class Informer<T extends KubeObject> {
         }
         if (waitMs > 0) {
           this.#setState("Backoff");
-          await delay(jittered(waitMs, 0.25), signal);
+          // An abort ends the wait early; the loop then sees the signal and stops.
+          await sleep(jittered(waitMs, 0.25), signal).catch(() => {});
           backoff = Math.min(backoffOptions.max, backoff * 2);
         }
       }

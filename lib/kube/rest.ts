@@ -10,6 +10,7 @@ import type { KubeConfig } from "./config.ts";
 import { ApiError } from "./errors.ts";
 import { createTransport, type Transport, type TransportOptions } from "./transport.ts";
 import { decodeWatchStream, type WatchEvent } from "./watch.ts";
+import { sleep } from "../util/abort.ts";
 
 const logger = getLogger(["rudder", "kube", "rest"]);
 
@@ -90,22 +91,6 @@ const RETRY_CAP_MS = 10_000;
 /** A `Retry-After` longer than this is cut to it, so a read never stalls for minutes. */
 const RETRY_AFTER_CAP_MS = 60_000;
 const RETRYABLE_STATUS = new Set([429, 500, 502, 503, 504]);
-
-/** Resolves after `ms`, or rejects with the signal's reason when it aborts first. */
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal!.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
-}
 
 /** Exponential backoff with jitter: half the delay fixed, half random. */
 function backoffMs(attempt: number): number {

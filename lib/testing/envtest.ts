@@ -30,6 +30,7 @@ import { parseAllDocuments, stringify } from "yaml";
 import type { AuthProvider, KubeConfig } from "../kube/config.ts";
 import { ApiError, isAlreadyExists, isNotFound } from "../kube/errors.ts";
 import { RestClient } from "../kube/rest.ts";
+import { sleep } from "../util/abort.ts";
 import { findControlPlaneBinaries } from "./assets.ts";
 import {
   type CertificateAuthority,
@@ -142,10 +143,6 @@ function flagArgs(defaults: ProcessFlags, overrides: ProcessFlags | undefined): 
     else for (const item of value) args.push(`${name}=${item}`);
   }
   return args;
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** One control-plane process, its output in a log file. */
@@ -349,7 +346,7 @@ export async function installCRDs(
           `CRDs not served in time: ${[...pending].join(", ")} (last seen: ${lastProblem})`,
         );
       }
-      await delay(100);
+      await sleep(100);
     }
   } finally {
     rest.close();
@@ -706,7 +703,7 @@ export class Environment {
         // Not up yet.
       }
       if (proc.exit) return false;
-      await Promise.race([delay(100), proc.exited]);
+      await Promise.race([sleep(100), proc.exited]);
     }
     return false;
   }

@@ -32,3 +32,22 @@ export function abortable<T>(promise: Promise<T>, signal?: AbortSignal): Promise
     );
   });
 }
+
+/**
+ * Resolves after `ms` milliseconds, or rejects with the signal's reason as soon as `signal`
+ * aborts (the timer is cleared then).
+ */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
