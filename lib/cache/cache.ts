@@ -133,6 +133,8 @@ interface Scope {
   namespace: string;
   labelSelector?: string;
   fieldSelector?: string;
+  /** Whether an object is in this scope's selectors; parsed once, used on every own write. */
+  covers: (obj: KubeObject) => boolean;
   transform?: ((obj: KubeObject) => KubeObject) | false;
   metadataOnly: boolean;
 }
@@ -262,10 +264,14 @@ export class Cache {
     for (const [namespace, config] of Object.entries(namespaces)) {
       const labelSelector = config.labelSelector ?? base.labelSelector;
       const fieldSelector = config.fieldSelector ?? base.fieldSelector;
+      const labels = labelSelector === undefined ? undefined : parseLabelSelector(labelSelector);
+      const fields = fieldSelector === undefined ? undefined : parseFieldSelector(fieldSelector);
       scopes.set(namespace, {
         namespace,
         labelSelector: labelSelector === undefined ? undefined : formatLabelSelector(labelSelector),
         fieldSelector: fieldSelector === undefined ? undefined : formatFieldSelector(fieldSelector),
+        covers: (obj) =>
+          (labels?.matches(obj.metadata?.labels) ?? true) && (fields?.matches(obj) ?? true),
         transform: (config.transform as Scope["transform"]) ?? base.transform,
         metadataOnly: base.metadataOnly,
       });
@@ -557,9 +563,7 @@ export class Cache {
     const key = objectKey(obj);
     const storedRv = resourceVersionNumber(informer.store.get(key) as KubeObject | undefined);
     if (storedRv !== undefined && storedRv >= rv) return;
-    const inScope = (scope.labelSelector === undefined ||
-      parseLabelSelector(scope.labelSelector).matches(obj.metadata.labels)) &&
-      (scope.fieldSelector === undefined || parseFieldSelector(scope.fieldSelector).matches(obj));
+    const inScope = scope.covers(obj);
     // A metadata-only cache holds metadata only, also for what this process wrote.
     const cached = scope.metadataOnly
       ? { apiVersion: obj.apiVersion, kind: obj.kind, metadata: obj.metadata }
