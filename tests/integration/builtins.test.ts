@@ -1,32 +1,21 @@
 // Every built-in resource type agrees with the API server's discovery: plural, scope and
 // subresources, so a typo in lib/api/builtins.ts cannot reach a user.
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { builtinResourceTypes } from "../../lib/api/builtins.ts";
-import { RestClient } from "../../lib/kube/rest.ts";
-import { Environment } from "../../lib/testing/envtest.ts";
+import { useControlPlane } from "../support/control_plane.ts";
 
 interface APIResourceList {
   resources: { name: string; kind: string; namespaced: boolean }[];
 }
 
 describe("built-in resource types", () => {
-  const env = new Environment();
-  let rest: RestClient;
-
-  before(async () => {
-    rest = new RestClient(await env.start());
-  });
-
-  after(async () => {
-    rest?.close();
-    await env.stop();
-  });
+  const plane = useControlPlane();
 
   it("match discovery's plural, scope and subresources", async () => {
     for (const type of builtinResourceTypes()) {
       const path = type.group ? `/apis/${type.group}/${type.version}` : `/api/${type.version}`;
-      const list = await rest.request<APIResourceList>({ path });
+      const list = await plane.rest.request<APIResourceList>({ path });
       const resource = list.resources.find((r) => r.name === type.plural);
       assert.ok(resource, `${path} serves ${type.plural}`);
       assert.equal(resource.kind, type.kind, `${type.plural} is ${type.kind}`);

@@ -1,7 +1,7 @@
 // The generated API types: regenerating them from a real kube-apiserver's OpenAPI gives exactly
 // the committed files (so they cannot drift silently), and they type objects as the client
 // needs (checked at compile time by `deno test`'s type check).
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -10,29 +10,18 @@ import type { ConfigMap, Container, Pod } from "../../lib/api/generated/core_v1.
 import type { ObjectMeta } from "../../lib/api/generated/meta_v1.ts";
 import type { IntOrString, Quantity } from "../../lib/api/generated/primitives.ts";
 import type { ClusterRole } from "../../lib/api/generated/rbac_v1.ts";
-import { RestClient } from "../../lib/kube/rest.ts";
-import { Environment } from "../../lib/testing/envtest.ts";
 import { generateApiTypes, GENERATED_DIRECTORY } from "../../tools/gen_api_types.ts";
+import { useControlPlane } from "../support/control_plane.ts";
 
 /** `true` when `A` and `B` are the same type, `false` otherwise. */
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true
   : false;
 
-const env = new Environment();
-let rest: RestClient;
-
-before(async () => {
-  rest = new RestClient(await env.start());
-});
-
-after(async () => {
-  rest?.close();
-  await env.stop();
-});
+const plane = useControlPlane();
 
 describe("generated API types", () => {
   it("are what the API server's OpenAPI generates, file by file", async () => {
-    const files = await generateApiTypes(rest);
+    const files = await generateApiTypes(plane.rest);
     const committed = readdirSync(GENERATED_DIRECTORY).filter((name) => name.endsWith(".ts"))
       .sort();
     assert.deepEqual([...files.keys()].sort(), committed, "the set of generated files");
@@ -95,7 +84,7 @@ describe("generated API types", () => {
       metadata: { name: "typed", labels: { app: "typed" } },
       data: { key: "value" },
     };
-    const created = await rest.request<ConfigMap>({
+    const created = await plane.rest.request<ConfigMap>({
       method: "POST",
       path: "/api/v1/namespaces/default/configmaps",
       body: configMap,

@@ -2,17 +2,16 @@
 // createStrategicMergePatch, sent as application/strategic-merge-patch+json, give the intended
 // object, and applyStrategicMergePatch (the fake client's merge) predicts the server's result,
 // also when the live object changed in between.
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { DaemonSet, Deployment } from "../../lib/api/generated/apps_v1.ts";
 import type { Container, PodSpec, Service } from "../../lib/api/generated/core_v1.ts";
-import { RestClient } from "../../lib/kube/rest.ts";
-import { Environment } from "../../lib/testing/envtest.ts";
 import {
   applyStrategicMergePatch,
   createStrategicMergePatch,
   schemaForKind,
 } from "../../lib/client/strategic_merge.ts";
+import { useControlPlane } from "../support/control_plane.ts";
 
 type Json = Record<string, unknown>;
 
@@ -22,17 +21,7 @@ const DEPLOYMENT = schemaForKind("apps/v1", "Deployment")!;
 const DAEMON_SET = schemaForKind("apps/v1", "DaemonSet")!;
 const SERVICE = schemaForKind("v1", "Service")!;
 
-const env = new Environment();
-let rest: RestClient;
-
-before(async () => {
-  rest = new RestClient(await env.start());
-});
-
-after(async () => {
-  rest?.close();
-  await env.stop();
-});
+const plane = useControlPlane();
 
 /** A container with every field the server would default, so that adding one is exact. */
 function container(name: string, extra: Partial<Container> = {}): Container {
@@ -78,7 +67,7 @@ function deploymentPath(name: string): string {
 
 /** Creates a Deployment with three containers, labels and finalizers; returns it as stored. */
 function createDeployment(name: string): Promise<Deployment> {
-  return rest.request<Deployment>({
+  return plane.rest.request<Deployment>({
     method: "POST",
     path: `/apis/apps/v1/namespaces/${NAMESPACE}/deployments`,
     body: {
@@ -111,7 +100,7 @@ function comparable(object: unknown): Json {
 }
 
 async function sendPatch<T>(path: string, patch: unknown): Promise<T> {
-  return await rest.request<T>({ method: "PATCH", path, body: patch, contentType: SMP });
+  return await plane.rest.request<T>({ method: "PATCH", path, body: patch, contentType: SMP });
 }
 
 /**
@@ -254,7 +243,7 @@ describe("strategic merge patches computed by createStrategicMergePatch", () => 
         },
       },
     };
-    let live = await rest.request<DaemonSet>({
+    let live = await plane.rest.request<DaemonSet>({
       method: "POST",
       path: `/apis/apps/v1/namespaces/${NAMESPACE}/daemonsets`,
       body: daemonSet,
@@ -299,7 +288,7 @@ describe("strategic merge patches computed by createStrategicMergePatch", () => 
         ],
       },
     };
-    const live = await rest.request<Service>({
+    const live = await plane.rest.request<Service>({
       method: "POST",
       path: `/api/v1/namespaces/${NAMESPACE}/services`,
       body: service,
