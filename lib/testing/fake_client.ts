@@ -1333,18 +1333,7 @@ class MemoryClient implements Client {
     const entry = this.#bucket(type).get(key);
     if (!entry) throw notFound(type, name, where);
     const incoming = jsonClone(obj) as unknown as JsonObject;
-    this.#checkPreconditions(type, entry, incoming, where);
-    const next = this.#prepareUpdate(type, entry, incoming, subresource);
-    const manager = options.fieldManager ?? DEFAULT_FIELD_MANAGER;
-    return this.#commit(
-      type,
-      key,
-      entry,
-      next,
-      { manager, operation: "Update", subresource },
-      options.dryRun,
-      where,
-    );
+    return this.#updateEntry(type, key, entry, incoming, subresource, options, where);
   }
 
   async patch<T extends KubeObject>(
@@ -1388,8 +1377,21 @@ class MemoryClient implements Client {
     if (!meta.resourceVersion) {
       meta.resourceVersion = (entry.object.metadata as JsonObject).resourceVersion;
     }
-    this.#checkPreconditions(type, entry, patched, where);
-    const next = this.#prepareUpdate(type, entry, patched, subresource);
+    return this.#updateEntry(type, key, entry, patched, subresource, options, where);
+  }
+
+  /** An update (PUT, or a patch once applied) of `entry` to the whole object `incoming`. */
+  #updateEntry(
+    type: ResourceType<KubeObject>,
+    key: string,
+    entry: Entry,
+    incoming: JsonObject,
+    subresource: "" | "status",
+    options: UpdateOptions | PatchOptions,
+    where: Where,
+  ): JsonObject {
+    this.#checkPreconditions(type, entry, incoming, where);
+    const next = this.#prepareUpdate(type, entry, incoming, subresource);
     const manager = options.fieldManager ?? DEFAULT_FIELD_MANAGER;
     return this.#commit(
       type,
