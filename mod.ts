@@ -211,13 +211,15 @@ export {
   type CreateEvent,
   type DeleteEvent,
   type GenericEvent,
-  LOW_PRIORITY,
+  type UpdateEvent,
+} from "./lib/event/event.ts";
+export { LOW_PRIORITY } from "./lib/workqueue/workqueue.ts";
+export {
   type Request,
   requestFor,
   requestKey,
   type RequestQueue,
-  type UpdateEvent,
-} from "./lib/controller/event.ts";
+} from "./lib/reconcile/reconcile.ts";
 
 export {
   and,
@@ -230,7 +232,7 @@ export {
   or,
   type Predicate,
   resourceVersionChangedPredicate,
-} from "./lib/controller/predicate.ts";
+} from "./lib/predicate/predicate.ts";
 
 export {
   enqueueRequestForObject,
@@ -239,30 +241,32 @@ export {
   type EventHandler as ControllerEventHandler,
   type MapFunc,
   type OwnerHandlerOptions,
-} from "./lib/controller/handler.ts";
+} from "./lib/handler/handler.ts";
 
 export {
   channelSource,
   kindSource,
   type KindSourceOptions,
   type Source,
-} from "./lib/controller/source.ts";
+} from "./lib/source/source.ts";
 
 export {
   Controller,
   type ControllerMetrics,
   type ControllerOptions,
+  type ScrapedQueue,
+  type WatchedKind,
+} from "./lib/controller/controller.ts";
+export {
   isTerminalError,
-  type Logger,
   type ReconcileContext,
   type ReconcileFunc,
   type Reconciler,
   type Result,
-  type Runnable,
-  type ScrapedQueue,
   TerminalError,
-  type WatchedKind,
-} from "./lib/controller/controller.ts";
+} from "./lib/reconcile/reconcile.ts";
+export { type Logger } from "./lib/util/logging.ts";
+export { type Runnable } from "./lib/util/runnable.ts";
 
 export {
   ControllerBuilder,
@@ -278,7 +282,7 @@ export {
   WorkQueue,
   type WorkQueueMetrics,
   type WorkQueueOptions,
-} from "./lib/controller/workqueue.ts";
+} from "./lib/workqueue/workqueue.ts";
 
 export {
   bucket,
@@ -290,9 +294,10 @@ export {
   maxOf,
   type RateLimiter,
   withMaxWait,
-} from "./lib/controller/rate_limiter.ts";
+} from "./lib/workqueue/rate_limiter.ts";
 
-export { type Clock, FakeClock, realClock, type TimerHandle } from "./lib/controller/clock.ts";
+export { type Clock, realClock, type TimerHandle } from "./lib/util/clock.ts";
+export { FakeClock } from "./lib/testing/fake_clock.ts";
 
 export {
   type AuthenticationAndAuthorizationOptions,
@@ -351,7 +356,7 @@ export {
   removeOwnerReference,
   setControllerReference,
   setOwnerReference,
-} from "./lib/util/controllerutil.ts";
+} from "./lib/controllerutil/controllerutil.ts";
 
 export {
   type ConditionStatus,
@@ -363,7 +368,7 @@ export {
   removeStatusCondition,
   setStatusCondition,
   type SetStatusConditionOptions,
-} from "./lib/util/conditions.ts";
+} from "./lib/conditions/conditions.ts";
 
 export {
   type EventOptions,
@@ -371,7 +376,7 @@ export {
   type EventRecorderClient,
   type EventRecorderOptions,
   type EventType,
-} from "./lib/util/events.ts";
+} from "./lib/events/recorder.ts";
 
 export {
   type CachedClient,
@@ -404,8 +409,6 @@ export {
 } from "./lib/cache/informer.ts";
 
 export {
-  deepFreeze,
-  type DeepReadonly,
   type IndexFunc,
   objectKey,
   type ObjectRef,
@@ -416,6 +419,7 @@ export {
   type StoreOptions,
   stripManagedFields,
 } from "./lib/cache/store.ts";
+export { deepFreeze, type DeepReadonly } from "./lib/api/readonly.ts";
 
 export {
   type FieldRequirement,
@@ -490,7 +494,7 @@ export {
   type WatchEventType,
 } from "./lib/kube/watch.ts";
 
-export { type Checker, Checks, healthApp, informersReady, ping } from "./lib/manager/health.ts";
+export { type Checker, Checks, healthApp, informersReady, ping } from "./lib/healthz/healthz.ts";
 
 export {
   LeaderElectionLostError,
@@ -498,7 +502,7 @@ export {
   type LeaderElectionOptions,
   LeaderElector,
   type LeaseKey,
-} from "./lib/manager/leader_election.ts";
+} from "./lib/leaderelection/leader_election.ts";
 
 export { Manager, type ManagerOptions } from "./lib/manager/manager.ts";
 

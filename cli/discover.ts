@@ -20,7 +20,8 @@
 import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import type { Runnable, WatchedKind } from "../lib/controller/controller.ts";
+import type { WatchedKind } from "../lib/controller/controller.ts";
+import type { Runnable } from "../lib/util/runnable.ts";
 import { Manager } from "../lib/manager/manager.ts";
 import { type CommandIO, USAGE_EXIT_CODE } from "./args.ts";
 import { loadProject, type ProjectSettings } from "./project.ts";

@@ -10,7 +10,7 @@
 
 import { z } from "zod";
 import type { ObjectMeta } from "./generated/meta_v1.ts";
-import type { DeepReadonly } from "../cache/store.ts";
+import type { DeepReadonly } from "./readonly.ts";
 import {
   buildCRD,
   type CRDNames,

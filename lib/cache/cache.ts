@@ -38,7 +38,8 @@ import {
   type InformerOptions,
 } from "./informer.ts";
 import { parseFieldSelector, parseLabelSelector } from "./selector.ts";
-import { type DeepReadonly, type IndexFunc, objectKey } from "./store.ts";
+import { type IndexFunc, objectKey } from "./store.ts";
+import { type DeepReadonly } from "../api/readonly.ts";
 
 const logger = getLogger(["rudder", "cache"]);
 

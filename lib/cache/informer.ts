@@ -29,7 +29,8 @@ import { ApiError, isGone, isTooManyRequests } from "../kube/errors.ts";
 import type { QueryValue, RestClient } from "../kube/rest.ts";
 import { WatchDecodeError, type WatchEvent } from "../kube/watch.ts";
 import { sleep } from "../util/abort.ts";
-import { deepFreeze, type DeepReadonly, objectKey, Store, type StoreOptions } from "./store.ts";
+import { objectKey, Store, type StoreOptions } from "./store.ts";
+import { deepFreeze, type DeepReadonly } from "../api/readonly.ts";
 
 const logger = getLogger(["rudder", "cache", "informer"]);
 

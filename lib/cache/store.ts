@@ -11,6 +11,7 @@
  */
 
 import type { KubeObject } from "../api/resource.ts";
+import { deepFreeze, type DeepReadonly } from "../api/readonly.ts";
 import type { FieldSelectorInput, LabelSelectorInput } from "../client/options.ts";
 import {
   type FieldRequirement,
@@ -21,56 +22,6 @@ import {
   parseFieldSelector,
   parseLabelSelector,
 } from "./selector.ts";
-
-/**
- * `T` made read-only all the way down: the type of every object a {@linkcode Store} (and so
- * the cache) hands out.
- *
- * @example
- * ```ts
- * import type { DeepReadonly } from "@rudder/operator";
- *
- * type Cm = { data: Record<string, string>; list: string[] };
- * const cm: DeepReadonly<Cm> = { data: { a: "1" }, list: ["x"] };
- * // cm.data.a = "2";  // does not compile
- * // cm.list.push("y"); // does not compile
- * console.log(cm.list[0]);
- * ```
- */
-export type DeepReadonly<T> = T extends (...args: never[]) => unknown ? T
-  : T extends readonly (infer U)[] ? readonly DeepReadonly<U>[]
-  : T extends object ? { readonly [K in keyof T]: DeepReadonly<T[K]> }
-  : T;
-
-/**
- * Freezes `obj` and everything it holds, in place, and returns it typed read-only. A subtree
- * that is already frozen is taken to be deeply frozen and skipped, so freezing an object that
- * shares parts with stored objects costs only its new parts.
- *
- * @example
- * ```ts
- * import { deepFreeze } from "@rudder/operator";
- *
- * const obj = deepFreeze({ metadata: { labels: { app: "web" } } });
- * console.log(Object.isFrozen(obj.metadata.labels)); // true
- * ```
- */
-export function deepFreeze<T>(obj: T): DeepReadonly<T> {
-  freezeValue(obj);
-  return obj as DeepReadonly<T>;
-}
-
-function freezeValue(value: unknown): void {
-  // Primitives count as frozen.
-  if (Object.isFrozen(value)) return;
-  Object.freeze(value);
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) freezeValue(value[i]);
-  } else {
-    const record = value as Record<string, unknown>;
-    for (const key in record) freezeValue(record[key]);
-  }
-}
 
 /**
  * The default transform of a store: drops `metadata.managedFields`, which controllers never

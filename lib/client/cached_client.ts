@@ -25,7 +25,7 @@
 import type { GroupVersionKind, KubeObject, ResourceType, Unstructured } from "../api/resource.ts";
 import { gvkKey, isResourceType } from "../api/resource.ts";
 import type { Cache } from "../cache/cache.ts";
-import type { DeepReadonly } from "../cache/store.ts";
+import type { DeepReadonly } from "../api/readonly.ts";
 import type {
   Client,
   ListAllOptions,

@@ -11,18 +11,18 @@
 
 import type { KubeObject, ResourceType } from "../api/resource.ts";
 import type { Cache } from "../cache/cache.ts";
+import { Controller, type ControllerOptions } from "./controller.ts";
+import { type Logger } from "../util/logging.ts";
+import { type ReconcileFunc, type Reconciler } from "../reconcile/reconcile.ts";
+import { type Runnable } from "../util/runnable.ts";
+import type { Request } from "../reconcile/reconcile.ts";
 import {
-  Controller,
-  type ControllerOptions,
-  type Logger,
-  type ReconcileFunc,
-  type Reconciler,
-  type Runnable,
-} from "./controller.ts";
-import type { Request } from "./event.ts";
-import { enqueueRequestForObject, enqueueRequestForOwner, type EventHandler } from "./handler.ts";
-import type { Predicate } from "./predicate.ts";
-import { kindSource, type Source } from "./source.ts";
+  enqueueRequestForObject,
+  enqueueRequestForOwner,
+  type EventHandler,
+} from "../handler/handler.ts";
+import type { Predicate } from "../predicate/predicate.ts";
+import { kindSource, type Source } from "../source/source.ts";
 
 /**
  * What a controller needs from its manager: the shared cache, a place to register itself as a

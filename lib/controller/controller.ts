@@ -19,87 +19,20 @@
 
 import { getLogger } from "@logtape/logtape";
 import type { KubeObject, ResourceType } from "../api/resource.ts";
-import { type Request, requestKey } from "./event.ts";
-import type { RateLimiter } from "./rate_limiter.ts";
-import type { Source } from "./source.ts";
-import { type Clock } from "./clock.ts";
-import { WorkQueue, type WorkQueueMetrics } from "./workqueue.ts";
-
-/** What a reconcile returns: when, if at all, to look at the object again. */
-export interface Result {
-  /** Queue the request again through the rate limiter (after `requeueAfter`, if set, instead). */
-  requeue?: boolean;
-  /** Queue the request again after this many milliseconds. */
-  requeueAfter?: number;
-}
-
-/**
- * The structured logger a reconcile gets. LogTape's `Logger` is one; messages are templates
- * whose `{placeholders}` are filled from the properties, which also travel with the record.
- */
-export interface Logger {
-  /** Logs at debug level. */
-  debug(message: string, properties?: Record<string, unknown>): void;
-  /** Logs at info level. */
-  info(message: string, properties?: Record<string, unknown>): void;
-  /** Logs at warning level. */
-  warn(message: string, properties?: Record<string, unknown>): void;
-  /** Logs at error level. */
-  error(message: string, properties?: Record<string, unknown>): void;
-  /** A logger whose records carry these properties too. */
-  with(properties: Record<string, unknown>): Logger;
-}
-
-/** What a reconcile gets besides its request. */
-export interface ReconcileContext {
-  /** Aborts when the controller stops or `reconciliationTimeout` passes. */
-  signal: AbortSignal;
-  /** A logger with `controller`, `namespace`, `name` and `reconcileID` set. */
-  log: Logger;
-  /** A unique id of this reconcile, for correlating log lines. */
-  reconcileID: string;
-}
-
-/** Drives one object towards its desired state. */
-export interface Reconciler {
-  /** Reconciles the object named by `request`. Throw to retry with backoff. */
-  reconcile(request: Request, ctx: ReconcileContext): Promise<Result | void> | Result | void;
-}
-
-/** A reconciler written as a plain function. */
-export type ReconcileFunc = (
-  request: Request,
-  ctx: ReconcileContext,
-) => Promise<Result | void> | Result | void;
-
-/**
- * An error that retrying will not fix (invalid spec, …): the request is not queued again.
- *
- * @example
- * ```ts
- * import { TerminalError } from "@rudder/operator";
- *
- * function check(replicas: number): void {
- *   if (replicas < 0) throw new TerminalError(`spec.replicas must not be negative, got ${replicas}`);
- * }
- * ```
- */
-export class TerminalError extends Error {
-  /** Wraps `cause` (an error or a message) as terminal. */
-  constructor(cause: unknown) {
-    super(cause instanceof Error ? cause.message : String(cause), { cause });
-    this.name = "TerminalError";
-  }
-}
-
-/** True when `err` is, or wraps (through `cause`), a {@linkcode TerminalError}. */
-export function isTerminalError(err: unknown): boolean {
-  for (let e = err, depth = 0; e && depth < 10; depth++) {
-    if (e instanceof TerminalError) return true;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return false;
-}
+import {
+  isTerminalError,
+  type ReconcileFunc,
+  type Reconciler,
+  type Request,
+  requestKey,
+  type Result,
+} from "../reconcile/reconcile.ts";
+import type { Logger } from "../util/logging.ts";
+import type { Runnable } from "../util/runnable.ts";
+import type { RateLimiter } from "../workqueue/rate_limiter.ts";
+import type { Source } from "../source/source.ts";
+import { type Clock } from "../util/clock.ts";
+import { WorkQueue, type WorkQueueMetrics } from "../workqueue/workqueue.ts";
 
 /** Hooks for controller-runtime's controller metrics; every one optional. */
 export interface ControllerMetrics {
@@ -172,14 +105,6 @@ export interface WatchedKind {
   type: ResourceType<KubeObject>;
   /** `for` (reconciled), `owns` (created and owned), `watches` or `metadata` (read only). */
   role: "for" | "owns" | "watches" | "metadata";
-}
-
-/** Something a manager starts and stops. */
-export interface Runnable {
-  /** Runs until `signal` aborts; rejects when it cannot go on. */
-  start(signal: AbortSignal): Promise<void>;
-  /** Whether to run only on the elected leader. */
-  needLeaderElection?(): boolean;
 }
 
 /**

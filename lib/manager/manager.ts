@@ -27,7 +27,8 @@ import {
 } from "../client/cached_client.ts";
 import { type Client, newClient } from "../client/client.ts";
 import type { ControllerHost } from "../controller/builder.ts";
-import type { ControllerOptions, Runnable } from "../controller/controller.ts";
+import type { ControllerOptions } from "../controller/controller.ts";
+import type { Runnable } from "../util/runnable.ts";
 import { type AuthProvider, type KubeConfig, loadConfig } from "../kube/config.ts";
 import { RestClient } from "../kube/rest.ts";
 import {
@@ -39,9 +40,9 @@ import {
   registry as defaultRegistry,
   restClientMetrics,
 } from "../metrics/mod.ts";
-import { EventRecorder } from "../util/events.ts";
-import { type Checker, Checks, healthApp, informersReady } from "./health.ts";
-import { LeaderElectionLostError, LeaderElector } from "./leader_election.ts";
+import { EventRecorder } from "../events/recorder.ts";
+import { type Checker, Checks, healthApp, informersReady } from "../healthz/healthz.ts";
+import { LeaderElectionLostError, LeaderElector } from "../leaderelection/leader_election.ts";
 import { type RunningServer, serve } from "./server.ts";
 
 export { LeaderElectionLostError };

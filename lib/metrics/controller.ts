@@ -8,7 +8,7 @@
  */
 
 import type { ControllerMetrics, ScrapedQueue } from "../controller/controller.ts";
-import type { WorkQueueMetrics } from "../controller/workqueue.ts";
+import type { WorkQueueMetrics } from "../workqueue/workqueue.ts";
 import { Counter, exponentialBuckets, Gauge, Histogram } from "./metric.ts";
 import { family, type Registry, registry as defaultRegistry, safely } from "./registry.ts";
 

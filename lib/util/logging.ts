@@ -56,3 +56,20 @@ export async function configureLogging(options: LoggingOptions = {}): Promise<vo
     ],
   });
 }
+
+/**
+ * The structured logger a reconcile gets. LogTape's `Logger` is one; messages are templates
+ * whose `{placeholders}` are filled from the properties, which also travel with the record.
+ */
+export interface Logger {
+  /** Logs at debug level. */
+  debug(message: string, properties?: Record<string, unknown>): void;
+  /** Logs at info level. */
+  info(message: string, properties?: Record<string, unknown>): void;
+  /** Logs at warning level. */
+  warn(message: string, properties?: Record<string, unknown>): void;
+  /** Logs at error level. */
+  error(message: string, properties?: Record<string, unknown>): void;
+  /** A logger whose records carry these properties too. */
+  with(properties: Record<string, unknown>): Logger;
+}

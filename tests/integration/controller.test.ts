@@ -8,16 +8,16 @@ import { type Cache, newCache } from "../../lib/cache/cache.ts";
 import { type CachedClient, newCachedClient } from "../../lib/client/cached_client.ts";
 import { type Client, newClient } from "../../lib/client/client.ts";
 import { type ControllerHost, newControllerManagedBy } from "../../lib/controller/builder.ts";
-import { FakeClock } from "../../lib/controller/clock.ts";
+import { FakeClock } from "../../lib/testing/fake_clock.ts";
 import {
   type ReconcileContext,
   type Reconciler,
   type Result,
-  type Runnable,
   TerminalError,
-} from "../../lib/controller/controller.ts";
-import type { Request } from "../../lib/controller/event.ts";
-import { itemExponentialFailure } from "../../lib/controller/rate_limiter.ts";
+} from "../../lib/reconcile/reconcile.ts";
+import { type Runnable } from "../../lib/util/runnable.ts";
+import type { Request } from "../../lib/reconcile/reconcile.ts";
+import { itemExponentialFailure } from "../../lib/workqueue/rate_limiter.ts";
 import { ignoreNotFound } from "../../lib/kube/errors.ts";
 import type { KubeConfig } from "../../lib/kube/config.ts";
 import { Environment } from "../../lib/testing/envtest.ts";

@@ -11,7 +11,7 @@ import { type Client, newClient } from "../../lib/client/client.ts";
 import { isNotFound } from "../../lib/kube/errors.ts";
 import type { RequestInfo } from "../../lib/kube/rest.ts";
 import { Environment } from "../../lib/testing/envtest.ts";
-import { isStatusConditionTrue, setStatusCondition } from "../../lib/util/conditions.ts";
+import { isStatusConditionTrue, setStatusCondition } from "../../lib/conditions/conditions.ts";
 import {
   addFinalizer,
   createOrPatch,
@@ -19,7 +19,7 @@ import {
   removeFinalizer,
   setControllerReference,
   setOwnerReference,
-} from "../../lib/util/controllerutil.ts";
+} from "../../lib/controllerutil/controllerutil.ts";
 
 const env = new Environment({
   crds: [{

@@ -20,7 +20,7 @@ import { ApiError, isInvalid } from "../../lib/kube/errors.ts";
 import { type RequestInfo, RestClient } from "../../lib/kube/rest.ts";
 import type { KubeConfig } from "../../lib/kube/config.ts";
 import { Environment } from "../../lib/testing/envtest.ts";
-import { setStatusCondition } from "../../lib/util/conditions.ts";
+import { setStatusCondition } from "../../lib/conditions/conditions.ts";
 
 const Widget = defineResource({
   group: "crd.rudder.example.com",

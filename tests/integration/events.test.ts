@@ -6,7 +6,7 @@ import { ConfigMap, EventsV1Event, Namespace } from "../../lib/api/builtins.ts";
 import type { KubeObject } from "../../lib/api/resource.ts";
 import { type Client, newClient } from "../../lib/client/client.ts";
 import { Environment } from "../../lib/testing/envtest.ts";
-import { EventRecorder } from "../../lib/util/events.ts";
+import { EventRecorder } from "../../lib/events/recorder.ts";
 import { captureLogs } from "../support/logs.ts";
 
 const env = new Environment();

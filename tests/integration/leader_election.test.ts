@@ -11,7 +11,7 @@ import {
   LeaderElectionLostError,
   type LeaderElectionOptions,
   LeaderElector,
-} from "../../lib/manager/leader_election.ts";
+} from "../../lib/leaderelection/leader_election.ts";
 import { Environment } from "../../lib/testing/envtest.ts";
 import { eventually } from "../support/eventually.ts";
 

@@ -23,7 +23,7 @@ import { z } from "../../lib/api/zod.ts";
 import { defineResource } from "../../lib/api/resource.ts";
 import { ConfigMap, Deployment, Secret } from "../../lib/api/builtins.ts";
 import { newControllerManagedBy } from "../../lib/controller/builder.ts";
-import { enqueueRequestForObject } from "../../lib/controller/handler.ts";
+import { enqueueRequestForObject } from "../../lib/handler/handler.ts";
 
 const Widget = defineResource({
   group: "example.com",

@@ -2,7 +2,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { Condition } from "../../lib/api/generated/meta_v1.ts";
-import { deepFreeze } from "../../lib/cache/store.ts";
+import { deepFreeze } from "../../lib/api/readonly.ts";
 import {
   findStatusCondition,
   isStatusConditionFalse,
@@ -10,7 +10,7 @@ import {
   isStatusConditionTrue,
   removeStatusCondition,
   setStatusCondition,
-} from "../../lib/util/conditions.ts";
+} from "../../lib/conditions/conditions.ts";
 
 /** A clock at 2025-01-02T03:04:05.678Z that the test moves forward. */
 function testClock() {

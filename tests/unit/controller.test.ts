@@ -3,21 +3,20 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { ConfigMap, Pod, Secret } from "../../lib/api/builtins.ts";
-import { enqueueRequestForObject } from "../../lib/controller/handler.ts";
+import { enqueueRequestForObject } from "../../lib/handler/handler.ts";
 import type { Cache } from "../../lib/cache/cache.ts";
 import { type ControllerHost, newControllerManagedBy } from "../../lib/controller/builder.ts";
-import { FakeClock } from "../../lib/controller/clock.ts";
+import { FakeClock } from "../../lib/testing/fake_clock.ts";
+import { Controller, type ControllerMetrics } from "../../lib/controller/controller.ts";
 import {
-  Controller,
-  type ControllerMetrics,
   isTerminalError,
   type ReconcileContext,
-  type Runnable,
   TerminalError,
-} from "../../lib/controller/controller.ts";
-import type { Request, RequestQueue } from "../../lib/controller/event.ts";
-import type { Source } from "../../lib/controller/source.ts";
-import { itemExponentialFailure } from "../../lib/controller/rate_limiter.ts";
+} from "../../lib/reconcile/reconcile.ts";
+import { type Runnable } from "../../lib/util/runnable.ts";
+import type { Request, RequestQueue } from "../../lib/reconcile/reconcile.ts";
+import type { Source } from "../../lib/source/source.ts";
+import { itemExponentialFailure } from "../../lib/workqueue/rate_limiter.ts";
 import { eventually } from "../support/eventually.ts";
 
 /** A source the test feeds by hand; `synced` decides whether it ever syncs. */

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { ConfigMap, Deployment } from "../../lib/api/builtins.ts";
 import type { OwnerReference } from "../../lib/api/generated/meta_v1.ts";
 import { type KubeObject, resourceType } from "../../lib/api/resource.ts";
-import { deepFreeze } from "../../lib/cache/store.ts";
+import { deepFreeze } from "../../lib/api/readonly.ts";
 import type { CachedClient } from "../../lib/client/cached_client.ts";
 import type { Client } from "../../lib/client/client.ts";
 import type { Patch } from "../../lib/client/patch.ts";
@@ -25,7 +25,7 @@ import {
   removeOwnerReference,
   setControllerReference,
   setOwnerReference,
-} from "../../lib/util/controllerutil.ts";
+} from "../../lib/controllerutil/controllerutil.ts";
 
 const namespace = "default";
 

@@ -30,7 +30,7 @@ import { type ControllerHost, newControllerManagedBy } from "../../lib/controlle
 import { ApiError, isInvalid } from "../../lib/kube/errors.ts";
 import type { KubeConfig } from "../../lib/kube/config.ts";
 import type { Transport } from "../../lib/kube/transport.ts";
-import { setStatusCondition } from "../../lib/util/conditions.ts";
+import { setStatusCondition } from "../../lib/conditions/conditions.ts";
 
 /** True when A and B are the same type; a mismatch fails `deno check`/`deno test`. */
 type Equals<A, B> = (<X>() => X extends A ? 1 : 2) extends (<X>() => X extends B ? 1 : 2) ? true

@@ -4,10 +4,10 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { EventsV1Event } from "../../lib/api/builtins.ts";
 import type { KubeObject } from "../../lib/api/resource.ts";
-import { deepFreeze } from "../../lib/cache/store.ts";
+import { deepFreeze } from "../../lib/api/readonly.ts";
 import { ApiError } from "../../lib/kube/errors.ts";
 import { FakeClient, type FakeClientInterceptors } from "../../lib/testing/fake_client.ts";
-import { EventRecorder, type EventRecorderOptions } from "../../lib/util/events.ts";
+import { EventRecorder, type EventRecorderOptions } from "../../lib/events/recorder.ts";
 import { captureLogs } from "../support/logs.ts";
 import { eventually } from "../support/eventually.ts";
 

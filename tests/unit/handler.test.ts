@@ -4,13 +4,14 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { ConfigMap, Deployment, Namespace } from "../../lib/api/builtins.ts";
 import type { KubeObject } from "../../lib/api/resource.ts";
-import { deepFreeze, type DeepReadonly } from "../../lib/cache/store.ts";
-import { LOW_PRIORITY, type Request, type RequestQueue } from "../../lib/controller/event.ts";
+import { deepFreeze, type DeepReadonly } from "../../lib/api/readonly.ts";
+import { LOW_PRIORITY } from "../../lib/workqueue/workqueue.ts";
+import { type Request, type RequestQueue } from "../../lib/reconcile/reconcile.ts";
 import {
   enqueueRequestForObject,
   enqueueRequestForOwner,
   enqueueRequestsFromMapFunc,
-} from "../../lib/controller/handler.ts";
+} from "../../lib/handler/handler.ts";
 import {
   and,
   annotationChangedPredicate,
@@ -21,8 +22,8 @@ import {
   not,
   or,
   resourceVersionChangedPredicate,
-} from "../../lib/controller/predicate.ts";
-import { channelSource } from "../../lib/controller/source.ts";
+} from "../../lib/predicate/predicate.ts";
+import { channelSource } from "../../lib/source/source.ts";
 import { eventually } from "../support/eventually.ts";
 
 interface Queued {

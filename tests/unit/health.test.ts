@@ -1,7 +1,7 @@
 // Health probes, the runtime's HTTP server adapter, and the logging set-up.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { Checks, healthApp, informersReady, ping } from "../../lib/manager/health.ts";
+import { Checks, healthApp, informersReady, ping } from "../../lib/healthz/healthz.ts";
 import { parseAddress, serve } from "../../lib/manager/server.ts";
 import type { InformerHealth } from "../../lib/cache/informer.ts";
 

@@ -6,7 +6,7 @@ import { after, afterEach, before, beforeEach, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { ConfigMap } from "../../lib/api/builtins.ts";
 import { Informer, type InformerOptions } from "../../lib/cache/informer.ts";
-import type { DeepReadonly } from "../../lib/cache/store.ts";
+import type { DeepReadonly } from "../../lib/api/readonly.ts";
 import { RestClient } from "../../lib/kube/rest.ts";
 import { FakeWatchServer, NAMESPACE } from "../support/fake_watch_server.ts";
 import { eventually } from "../support/eventually.ts";

@@ -6,13 +6,13 @@ import { setImmediate } from "node:timers";
 import assert from "node:assert/strict";
 import { Lease } from "../../lib/api/builtins.ts";
 import type { Client } from "../../lib/client/client.ts";
-import { FakeClock } from "../../lib/controller/clock.ts";
+import { FakeClock } from "../../lib/testing/fake_clock.ts";
 import { ApiError, isConflict } from "../../lib/kube/errors.ts";
 import {
   LeaderElectionLostError,
   type LeaderElectionOptions,
   LeaderElector,
-} from "../../lib/manager/leader_election.ts";
+} from "../../lib/leaderelection/leader_election.ts";
 import { FakeClient } from "../../lib/testing/fake_client.ts";
 import { captureLogs } from "../support/logs.ts";
 

@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { FakeClock } from "../../lib/controller/clock.ts";
+import { FakeClock } from "../../lib/testing/fake_clock.ts";
 import {
   bucket,
   defaultControllerRateLimiter,
@@ -11,7 +11,7 @@ import {
   maxOf,
   type RateLimiter,
   withMaxWait,
-} from "../../lib/controller/rate_limiter.ts";
+} from "../../lib/workqueue/rate_limiter.ts";
 
 function waits<K>(limiter: RateLimiter<K>, item: K, times: number): number[] {
   return Array.from({ length: times }, () => limiter.when(item));

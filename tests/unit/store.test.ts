@@ -2,7 +2,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
-  deepFreeze,
   type IndexFunc,
   NAMESPACE_INDEX,
   objectKey,
@@ -10,6 +9,7 @@ import {
   Store,
   stripManagedFields,
 } from "../../lib/cache/store.ts";
+import { deepFreeze } from "../../lib/api/readonly.ts";
 import { parseFieldSelector, parseLabelSelector } from "../../lib/cache/selector.ts";
 import type { ObjectMeta } from "../../lib/api/generated/meta_v1.ts";
 

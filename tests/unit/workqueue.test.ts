@@ -5,14 +5,15 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import process from "node:process";
-import { FakeClock, realClock } from "../../lib/controller/clock.ts";
-import { itemExponentialFailure } from "../../lib/controller/rate_limiter.ts";
+import { realClock } from "../../lib/util/clock.ts";
+import { FakeClock } from "../../lib/testing/fake_clock.ts";
+import { itemExponentialFailure } from "../../lib/workqueue/rate_limiter.ts";
 import {
   type GetResult,
   LOW_PRIORITY,
   WorkQueue,
   type WorkQueueOptions,
-} from "../../lib/controller/workqueue.ts";
+} from "../../lib/workqueue/workqueue.ts";
 
 function fakeQueue<K = string>(options: WorkQueueOptions<K> = {}) {
   const clock = new FakeClock();

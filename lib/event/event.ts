@@ -7,25 +7,7 @@
  */
 
 import type { KubeObject } from "../api/resource.ts";
-import type { DeepReadonly } from "../cache/store.ts";
-
-/** What a reconciler is asked to reconcile: one object, by namespace and name. */
-export interface Request {
-  /** Namespace; `""` for cluster-scoped objects. */
-  namespace: string;
-  /** Name. */
-  name: string;
-}
-
-/** The key of a request in the work queue: `namespace/name`, or `name` when cluster-scoped. */
-export function requestKey(request: Request): string {
-  return request.namespace ? `${request.namespace}/${request.name}` : request.name;
-}
-
-/** The request for an object. */
-export function requestFor(obj: { metadata?: { namespace?: string; name?: string } }): Request {
-  return { namespace: obj.metadata?.namespace ?? "", name: obj.metadata?.name ?? "" };
-}
+import type { DeepReadonly } from "../api/readonly.ts";
 
 /** An object appeared (or was in the initial list). */
 export interface CreateEvent<T extends KubeObject = KubeObject> {
@@ -55,16 +37,4 @@ export interface DeleteEvent<T extends KubeObject = KubeObject> {
 export interface GenericEvent<T extends KubeObject = KubeObject> {
   /** The object the event concerns (at least its namespace and name). */
   object: DeepReadonly<T>;
-}
-
-export { LOW_PRIORITY } from "./workqueue.ts";
-
-/** The part of a controller's work queue that event handlers use. */
-export interface RequestQueue {
-  /** Queues a request (once, however often it is added while waiting). */
-  add(request: Request, options?: { priority?: number }): void;
-  /** Queues a request after a delay. */
-  addAfter(request: Request, delayMs: number, options?: { priority?: number }): void;
-  /** Queues a request after the rate limiter's delay for it. */
-  addRateLimited(request: Request, options?: { priority?: number }): void;
 }

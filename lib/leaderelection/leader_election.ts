@@ -25,7 +25,7 @@ import { getLogger } from "@logtape/logtape";
 import { Lease } from "../api/builtins.ts";
 import type { LeaseSpec } from "../api/generated/coordination_v1.ts";
 import type { Client } from "../client/client.ts";
-import { type Clock, realClock } from "../controller/clock.ts";
+import { type Clock, realClock } from "../util/clock.ts";
 import { isConflict, isNotFound } from "../kube/errors.ts";
 import { abortable } from "../util/abort.ts";
 import { jsonClone, jsonEqual } from "../util/json.ts";

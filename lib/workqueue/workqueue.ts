@@ -16,7 +16,7 @@
  * @module
  */
 
-import { type Clock, realClock, type TimerHandle } from "./clock.ts";
+import { type Clock, realClock, type TimerHandle } from "../util/clock.ts";
 import { defaultControllerRateLimiter, defaultKeyOf, type RateLimiter } from "./rate_limiter.ts";
 
 /**

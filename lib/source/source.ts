@@ -10,16 +10,17 @@ import { getLogger } from "@logtape/logtape";
 import type { KubeObject, ResourceType } from "../api/resource.ts";
 import type { Cache } from "../cache/cache.ts";
 import type { HandlerRegistration } from "../cache/informer.ts";
-import type { DeepReadonly } from "../cache/store.ts";
-import type { GenericEvent, RequestQueue } from "./event.ts";
-import type { EventHandler } from "./handler.ts";
+import type { DeepReadonly } from "../api/readonly.ts";
+import type { GenericEvent } from "../event/event.ts";
+import type { RequestQueue } from "../reconcile/reconcile.ts";
+import type { EventHandler } from "../handler/handler.ts";
 import {
   passesCreate,
   passesDelete,
   passesGeneric,
   passesUpdate,
   type Predicate,
-} from "./predicate.ts";
+} from "../predicate/predicate.ts";
 
 const logger = getLogger(["rudder", "controller", "source"]);
 

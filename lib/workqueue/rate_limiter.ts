@@ -6,7 +6,7 @@
  * @module
  */
 
-import { type Clock, realClock } from "./clock.ts";
+import { type Clock, realClock } from "../util/clock.ts";
 
 /**
  * Decides how long an item waits before it is retried.

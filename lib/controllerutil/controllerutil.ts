@@ -14,11 +14,11 @@
 import type { OwnerReference } from "../api/generated/meta_v1.ts";
 import type { RESTMapper } from "../api/discovery.ts";
 import { type KubeObject, parseApiVersion, type ResourceType } from "../api/resource.ts";
-import type { DeepReadonly } from "../cache/store.ts";
+import type { DeepReadonly } from "../api/readonly.ts";
 import type { Client, ObjectKey } from "../client/client.ts";
 import { createMergePatch, rawPatch } from "../client/patch.ts";
 import { isNotFound } from "../kube/errors.ts";
-import { jsonClone, jsonEqual } from "./json.ts";
+import { jsonClone, jsonEqual } from "../util/json.ts";
 
 // ---------------------------------------------------------------------------------------------
 // createOrUpdate and createOrPatch

@@ -7,7 +7,7 @@
  */
 
 import type { Condition } from "../api/generated/meta_v1.ts";
-import type { DeepReadonly } from "../cache/store.ts";
+import type { DeepReadonly } from "../api/readonly.ts";
 
 /** The statuses a condition can have. */
 export type ConditionStatus = "True" | "False" | "Unknown";

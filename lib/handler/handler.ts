@@ -8,17 +8,15 @@
 
 import { getLogger } from "@logtape/logtape";
 import { type KubeObject, parseApiVersion, type ResourceType } from "../api/resource.ts";
-import type { DeepReadonly } from "../cache/store.ts";
+import type { DeepReadonly } from "../api/readonly.ts";
 import {
   type CreateEvent,
   type DeleteEvent,
   type GenericEvent,
-  LOW_PRIORITY,
-  type Request,
-  requestFor,
-  type RequestQueue,
   type UpdateEvent,
-} from "./event.ts";
+} from "../event/event.ts";
+import { LOW_PRIORITY } from "../workqueue/workqueue.ts";
+import { type Request, requestFor, type RequestQueue } from "../reconcile/reconcile.ts";
 
 const logger = getLogger(["rudder", "controller", "handler"]);
 

@@ -7,10 +7,10 @@
 
 import type { KubeObject } from "../api/resource.ts";
 import { parseLabelSelector } from "../cache/selector.ts";
-import type { DeepReadonly } from "../cache/store.ts";
+import type { DeepReadonly } from "../api/readonly.ts";
 import type { LabelSelectorInput } from "../client/options.ts";
 import { jsonEqual } from "../util/json.ts";
-import type { CreateEvent, DeleteEvent, GenericEvent, UpdateEvent } from "./event.ts";
+import type { CreateEvent, DeleteEvent, GenericEvent, UpdateEvent } from "../event/event.ts";
 
 /** Decides, per kind of event, whether it goes on to the handler. */
 export interface Predicate<T extends KubeObject = KubeObject> {
