@@ -31,8 +31,11 @@ import { dirname, join } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { ConfigMap, newClient, VERSION } from "../mod.ts";
-import { Environment, ENVTEST_KUBERNETES_VERSION } from "../lib/testing/mod.ts";
+import { newClient } from "../lib/client/client.ts";
+import { VERSION } from "../lib/version.ts";
+import { ConfigMap } from "../lib/api/mod.ts";
+import { ENVTEST_KUBERNETES_VERSION } from "../lib/testing/assets.ts";
+import { Environment } from "../lib/testing/envtest.ts";
 import { ROOT, setup } from "../tools/setup.ts";
 import type { ContenderResult } from "./contenders/measure.ts";
 

@@ -17,7 +17,13 @@ import {
   UsageError,
 } from "./args.ts";
 import { toDnsLabel } from "./project.ts";
-import { type DependencyVersions, scaffold, type ScaffoldOptions } from "./templates.ts";
+import {
+  type DependencyVersions,
+  LOCAL_ZOD_FILE,
+  scaffold,
+  type ScaffoldOptions,
+  SUBPATH_FILES,
+} from "./templates.ts";
 
 /** The npm packages a new project may import, at the versions Rudder itself uses. */
 export const DEPENDENCY_VERSIONS: DependencyVersions = {
@@ -26,7 +32,7 @@ export const DEPENDENCY_VERSIONS: DependencyVersions = {
 };
 
 /** The files a checkout must have for `--local` to work. */
-const CHECKOUT_FILES = ["mod.ts", "lib/testing/mod.ts", "lib/api/zod.ts", "cli/main.ts"];
+const CHECKOUT_FILES = ["mod.ts", ...Object.values(SUBPATH_FILES), LOCAL_ZOD_FILE];
 
 /** Checks the options of `rudder init`; throws a UsageError naming the first bad one. */
 export function validateScaffoldOptions(options: ScaffoldOptions): void {

@@ -36,6 +36,46 @@ export interface DependencyVersions {
 
 const JSR_PACKAGE = "@rudder/operator";
 
+/**
+ * The package's subpaths and their files in a checkout (deno.json's `exports` without the root;
+ * a unit test keeps the two equal). With `--local`, each is mapped to the checkout's file.
+ */
+export const SUBPATH_FILES: Readonly<Record<string, string>> = {
+  client: "lib/client/mod.ts",
+  cache: "lib/cache/mod.ts",
+  controller: "lib/controller/mod.ts",
+  handler: "lib/handler/mod.ts",
+  predicate: "lib/predicate/mod.ts",
+  source: "lib/source/mod.ts",
+  workqueue: "lib/workqueue/mod.ts",
+  manager: "lib/manager/mod.ts",
+  leaderelection: "lib/leaderelection/mod.ts",
+  healthz: "lib/healthz/mod.ts",
+  metrics: "lib/metrics/mod.ts",
+  controllerutil: "lib/controllerutil/mod.ts",
+  events: "lib/events/mod.ts",
+  api: "lib/api/mod.ts",
+  kube: "lib/kube/mod.ts",
+  testing: "lib/testing/mod.ts",
+  cli: "cli/main.ts",
+};
+
+/**
+ * The checkout's re-export of its own zod, which `--local` projects map `zod` to: their schemas
+ * are then built with the very copy `defineResource` introspects, with no node_modules of their
+ * own. (A published project gets the same zod from npm: Rudder pins it.)
+ */
+export const LOCAL_ZOD_FILE = "lib/api/zod.ts";
+
+/** Import-map entries for every subpath of a checkout at `root`. */
+function localSubpaths(root: string): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(SUBPATH_FILES).map((
+      [sub, file],
+    ) => [`${JSR_PACKAGE}/${sub}`, `${root}/${file}`]),
+  );
+}
+
 function json(value: unknown): string {
   return `${JSON.stringify(value, null, 2)}\n`;
 }
@@ -64,16 +104,16 @@ function rudderSources(options: ScaffoldOptions) {
     const root = options.local.replace(/\/+$/, "");
     return {
       main: `${root}/mod.ts`,
-      testing: `${root}/lib/testing/mod.ts`,
-      zod: `${root}/lib/api/zod.ts`,
+      subpaths: localSubpaths(root),
+      zod: `${root}/${LOCAL_ZOD_FILE}`,
       denoCli: `deno run -A ${shellWord(`${root}/cli/main.ts`)}`,
       bunCli: `bun ${shellWord(`${root}/cli/main.ts`)}`,
     };
   }
   return {
     main: `jsr:${JSR_PACKAGE}@^${VERSION}`,
-    testing: `jsr:${JSR_PACKAGE}@^${VERSION}/testing`,
-    zod: `jsr:${JSR_PACKAGE}@^${VERSION}/zod`,
+    subpaths: {} as Record<string, string>,
+    zod: "",
     denoCli: `deno run -A jsr:${JSR_PACKAGE}@^${VERSION}/cli`,
     bunCli: `bun node_modules/${JSR_PACKAGE}/cli/main.js`,
   };
@@ -84,11 +124,11 @@ function denoJson(options: ScaffoldOptions, deps: DependencyVersions): string {
   const imports: Record<string, string> = options.local
     ? {
       [JSR_PACKAGE]: src.main,
-      [`${JSR_PACKAGE}/testing`]: src.testing,
-      [`${JSR_PACKAGE}/zod`]: src.zod,
+      ...src.subpaths,
+      zod: src.zod,
     }
     : {
-      // A jsr: entry also maps its subpaths (@rudder/operator/testing, /zod, /cli).
+      // A jsr: entry also maps its subpaths (@rudder/operator/testing, /api, /cli, …).
       [JSR_PACKAGE]: src.main,
       "@logtape/logtape": `npm:@logtape/logtape@^${deps["@logtape/logtape"]}`,
       zod: `npm:zod@^${deps.zod}`,
@@ -151,8 +191,10 @@ function tsconfigJson(options: ScaffoldOptions): string {
           // Bun resolves these at run time and in `bun build`; Deno uses deno.json's imports.
           paths: {
             [JSR_PACKAGE]: [src.main],
-            [`${JSR_PACKAGE}/testing`]: [src.testing],
-            [`${JSR_PACKAGE}/zod`]: [src.zod],
+            ...Object.fromEntries(
+              Object.entries(src.subpaths).map(([name, file]) => [name, [file]]),
+            ),
+            zod: [src.zod],
           },
         }
         : {}),
@@ -185,7 +227,7 @@ function apiModule(options: ScaffoldOptions): string {
  * @module
  */
 
-import { z } from "@rudder/operator/zod";
+import { z } from "zod";
 import { conditionsSchema, defineResource, type ObjectOf, phaseSchema } from "@rudder/operator";
 
 /** The ${kind} kind: its resource type, CRD, validator and TypeScript type in one. */
@@ -223,13 +265,13 @@ function controllerModule(options: ScaffoldOptions): string {
  */
 
 import {
+  clone,
   ConfigMap,
   createOrUpdate,
   ignoreNotFound,
   type Manager,
   mergeFrom,
   newControllerManagedBy,
-  type ObjectClient,
   type ReconcileContext,
   type Reconciler,
   type Request,
@@ -237,6 +279,7 @@ import {
   setControllerReference,
   setStatusCondition,
 } from "@rudder/operator";
+import type { ObjectClient } from "@rudder/operator/controllerutil";
 import { ${kind} } from "../api/${lower}.ts";
 
 /** Reconciles ${kind} objects. */
@@ -270,7 +313,7 @@ export class ${kind}Reconciler implements Reconciler {
     }
 
     // Objects from the cache are frozen: change a copy, then patch the difference.
-    const updated = structuredClone(instance) as ${kind};
+    const updated = clone(instance);
     const status = (updated.status ??= {});
     status.phase = "Ready";
     status.observedGeneration = instance.metadata?.generation;
@@ -283,7 +326,7 @@ export class ${kind}Reconciler implements Reconciler {
       observedGeneration: instance.metadata?.generation,
     });
     if (JSON.stringify(updated.status) !== JSON.stringify(instance.status)) {
-      await this.#client.status().patch(updated, mergeFrom(instance as ${kind}));
+      await this.#client.status().patch(updated, mergeFrom(instance));
     }
     return {};
   }
@@ -312,12 +355,8 @@ function mainModule(options: ScaffoldOptions): string {
  */
 
 import process from "node:process";
-import {
-  configureLogging,
-  LeaderElectionLostError,
-  Manager,
-  type ManagerOptions,
-} from "@rudder/operator";
+import { configureLogging, Manager, type ManagerOptions } from "@rudder/operator";
+import { LeaderElectionLostError } from "@rudder/operator/leaderelection";
 import { setup${kind}Controller } from "./controllers/${lower}_controller.ts";
 
 /**
@@ -367,7 +406,8 @@ function controllerTest(options: ScaffoldOptions): string {
 // started by Environment; \`rudder envtest setup\` builds them, or set KUBEBUILDER_ASSETS).
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { type Client, ConfigMap, type Logger, newClient } from "@rudder/operator";
+import { type Client, ConfigMap, newClient } from "@rudder/operator";
+import type { Logger } from "@rudder/operator/manager";
 import { Environment, FakeClient } from "@rudder/operator/testing";
 import { ${kind} } from "../api/${lower}.ts";
 import { createManager } from "../main.ts";

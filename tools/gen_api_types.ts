@@ -739,8 +739,8 @@ function emitPatchMetadataFile(
  *
  * @example
  * ```ts ignore
- * import { RestClient } from "../mod.ts";
- * import { Environment } from "../lib/testing/mod.ts";
+ * import { RestClient } from "../lib/kube/rest.ts";
+ * import { Environment } from "../lib/testing/envtest.ts";
  *
  * const env = new Environment();
  * const rest = new RestClient(await env.start());

@@ -6,7 +6,9 @@
  * @module
  */
 
-import { ConfigMap, loadConfig, newCache } from "../../mod.ts";
+import { newCache } from "../../lib/cache/cache.ts";
+import { loadConfig } from "../../lib/kube/config.ts";
+import { ConfigMap } from "../../lib/api/mod.ts";
 import { contenderArgs, report, rssAfterGC } from "./measure.ts";
 
 const { kubeconfig, namespace } = contenderArgs();

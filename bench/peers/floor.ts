@@ -7,7 +7,8 @@
  * @module
  */
 
-import { createTransport, loadConfig } from "../../mod.ts";
+import { loadConfig } from "../../lib/kube/config.ts";
+import { createTransport } from "../../lib/kube/transport.ts";
 import { contenderArgs, report, rssAfterGC } from "../contenders/measure.ts";
 
 const args = contenderArgs();

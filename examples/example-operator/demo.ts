@@ -9,7 +9,8 @@
 
 import { createServer } from "node:net";
 import process from "node:process";
-import { configureLogging, Deployment, EventsV1Event, newClient } from "../../mod.ts";
+import { configureLogging, Deployment, newClient } from "../../mod.ts";
+import { EventsV1Event } from "../../lib/api/mod.ts";
 import { Environment } from "../../lib/testing/mod.ts";
 import { Example } from "./api/example.ts";
 import { createManager } from "./main.ts";

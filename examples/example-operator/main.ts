@@ -10,12 +10,8 @@
  */
 
 import process from "node:process";
-import {
-  configureLogging,
-  LeaderElectionLostError,
-  Manager,
-  type ManagerOptions,
-} from "../../mod.ts";
+import { configureLogging, Manager, type ManagerOptions } from "../../mod.ts";
+import { LeaderElectionLostError } from "../../lib/leaderelection/mod.ts";
 import { setupExampleController } from "./controllers/example_controller.ts";
 
 /** Registers the operator's controllers and checks with a manager (`rudder manifests` calls it). */

@@ -20,7 +20,9 @@ import {
   type ValidationRule,
   type ZodSchema,
 } from "./schema.ts";
-import type { Scope } from "./resource.ts";
+
+/** Whether objects of a kind live in a namespace or in the whole cluster. */
+export type Scope = "Namespaced" | "Cluster";
 
 /** A field usable in field selectors: `{ jsonPath: ".spec.color" }`. */
 export type SelectableField = apiextensionsv1.SelectableField;

@@ -37,7 +37,7 @@ export type {
  *
  * @example
  * ```ts
- * import { ownerReferenceSchema } from "@rudder/operator";
+ * import { ownerReferenceSchema } from "@rudder/operator/api";
  *
  * ownerReferenceSchema.parse({ apiVersion: "v1", kind: "ConfigMap", name: "a", uid: "1" });
  * ```
@@ -58,7 +58,7 @@ export const ownerReferenceSchema: ZodSchemaOf<OwnerReference> = z.object({
  *
  * @example
  * ```ts
- * import { objectMetaSchema } from "@rudder/operator";
+ * import { objectMetaSchema } from "@rudder/operator/api";
  *
  * const meta = objectMetaSchema.parse({ name: "web", labels: { app: "web" }, uid: "1" });
  * console.log(meta.labels?.app); // web
@@ -87,7 +87,7 @@ export const objectMetaSchema: ZodSchemaOf<ObjectMeta> = z.looseObject({
  * @example
  * ```ts
  * import { z } from "zod";
- * import { labelSelectorSchema } from "@rudder/operator";
+ * import { labelSelectorSchema } from "@rudder/operator/api";
  *
  * const spec = z.object({ selector: labelSelectorSchema });
  * spec.parse({ selector: { matchLabels: { app: "web" } } });
@@ -118,7 +118,7 @@ export const labelSelectorSchema: ZodSchemaOf<LabelSelector> = mapType(
  *
  * @example
  * ```ts
- * import { conditionSchema } from "@rudder/operator";
+ * import { conditionSchema } from "@rudder/operator/api";
  *
  * conditionSchema.parse({
  *   type: "Ready",

@@ -32,7 +32,7 @@ export type DeepReadonly<T> = T extends (...args: never[]) => unknown ? T
  *
  * @example
  * ```ts
- * import { deepFreeze } from "@rudder/operator";
+ * import { deepFreeze } from "@rudder/operator/api";
  *
  * const obj = deepFreeze({ metadata: { labels: { app: "web" } } });
  * console.log(Object.isFrozen(obj.metadata.labels)); // true
@@ -61,16 +61,33 @@ function freezeValue(value: unknown): void {
  *
  * @example
  * ```ts
- * import { clone, type DeepReadonly } from "@rudder/operator/api";
- * import type { ConfigMap } from "@rudder/operator/api";
+ * import { clone, type DeepReadonly } from "@rudder/operator";
+ * import type { ConfigMap } from "@rudder/operator";
  *
  * declare const cached: DeepReadonly<ConfigMap>;
- * const changed = clone(cached); // ConfigMap
+ * const changed: ConfigMap = clone(cached);
  * changed.data = { ...changed.data, mode: "on" };
  * ```
  */
-export function clone<T>(obj: DeepReadonly<T>): T;
-export function clone<T>(obj: T): T;
-export function clone<T>(obj: T): T {
-  return structuredClone(obj);
+export function clone<T>(obj: T): DeepMutable<T> {
+  return structuredClone(obj) as DeepMutable<T>;
 }
+
+/**
+ * `T` with every `readonly` taken away, all the way down: what {@linkcode clone} returns for a
+ * {@linkcode DeepReadonly} object (the object type it was made from).
+ *
+ * @example
+ * ```ts
+ * import type { DeepMutable, DeepReadonly } from "@rudder/operator/api";
+ *
+ * type Cm = { data: Record<string, string> };
+ * const frozen: DeepReadonly<Cm> = { data: { a: "1" } };
+ * const copy: DeepMutable<typeof frozen> = { data: { ...frozen.data } };
+ * copy.data.a = "2";
+ * ```
+ */
+export type DeepMutable<T> = T extends (...args: never[]) => unknown ? T
+  : T extends readonly (infer U)[] ? DeepMutable<U>[]
+  : T extends object ? { -readonly [K in keyof T]: DeepMutable<T[K]> }
+  : T;

@@ -20,11 +20,11 @@ import {
   type VersionDefinition,
   type VersionOptions,
 } from "./crd.ts";
+import type { Scope } from "./crd.ts";
+
+export type { Scope };
 import { objectMetaSchema } from "./meta.ts";
 import type { ZodOutput, ZodSchema, ZodSchemaOf } from "./schema.ts";
-
-/** Whether objects of a kind live in a namespace or in the whole cluster. */
-export type Scope = "Namespaced" | "Cluster";
 
 /** The least every Kubernetes object has. */
 export interface KubeObject {
@@ -118,7 +118,7 @@ export function guessPlural(kind: string): string {
  *
  * @example
  * ```ts
- * import { resourceType, type Unstructured } from "@rudder/operator";
+ * import { resourceType, type Unstructured } from "@rudder/operator/api";
  *
  * const Widget = resourceType<Unstructured>({
  *   group: "example.com",
@@ -384,7 +384,8 @@ function resolveVersions(definition: ResourceDefinition): ResolvedVersion[] {
  * @example
  * ```ts
  * import { z } from "zod";
- * import { conditionsSchema, defineResource, intOrString, type ObjectOf } from "@rudder/operator";
+ * import { conditionsSchema, defineResource, type ObjectOf } from "@rudder/operator";
+ * import { intOrString } from "@rudder/operator/api";
  *
  * export const Example = defineResource({
  *   group: "example.com",

@@ -114,7 +114,7 @@ function withKubernetesMeta<S extends ZodSchema>(schema: S, meta: KubernetesSche
  * @example
  * ```ts
  * import { z } from "zod";
- * import { intOrString } from "@rudder/operator";
+ * import { intOrString } from "@rudder/operator/api";
  *
  * const spec = z.object({ maxUnavailable: intOrString().default("25%") });
  * console.log(spec.parse({}).maxUnavailable); // 25%
@@ -132,7 +132,7 @@ export function intOrString(): IntOrStringSchema {
  * @example
  * ```ts
  * import { z } from "zod";
- * import { listType } from "@rudder/operator";
+ * import { listType } from "@rudder/operator/api";
  *
  * const ports = listType(
  *   z.array(z.object({ name: z.string(), port: z.int() })),
@@ -166,7 +166,7 @@ export function listType<S extends ZodSchema>(
  * @example
  * ```ts
  * import { z } from "zod";
- * import { mapType } from "@rudder/operator";
+ * import { mapType } from "@rudder/operator/api";
  *
  * const selector = mapType(z.record(z.string(), z.string()), "atomic");
  * console.log(selector.parse({ app: "web" })); // { app: "web" }
@@ -184,7 +184,7 @@ export function mapType<S extends ZodSchema>(schema: S, type: "granular" | "atom
  * @example
  * ```ts
  * import { z } from "zod";
- * import { celRule } from "@rudder/operator";
+ * import { celRule } from "@rudder/operator/api";
  *
  * const range = celRule(
  *   z.object({ min: z.int(), max: z.int() }),
@@ -214,7 +214,7 @@ export function celRule<S extends ZodSchema>(
  * @example
  * ```ts
  * import { z } from "zod";
- * import { embeddedResource } from "@rudder/operator";
+ * import { embeddedResource } from "@rudder/operator/api";
  *
  * const template = embeddedResource(z.looseObject({ apiVersion: z.string(), kind: z.string() }));
  * console.log(template.parse({ apiVersion: "v1", kind: "ConfigMap", data: {} }).kind);
@@ -472,7 +472,7 @@ const LEAF_TYPES = new Set(["string", "integer", "number", "boolean"]);
  * @example
  * ```ts
  * import { z } from "zod";
- * import { toStructuralSchema } from "@rudder/operator";
+ * import { toStructuralSchema } from "@rudder/operator/api";
  *
  * const schema = toStructuralSchema(z.object({ replicas: z.int().min(0).default(1) }), "spec");
  * console.log(schema.properties?.replicas); // { type: "integer", minimum: 0, default: 1 }

@@ -37,6 +37,7 @@ import {
   type InformerHealth,
   type InformerOptions,
 } from "./informer.ts";
+import { CacheNotStartedError, ResourceNotCachedError } from "./errors.ts";
 import { parseFieldSelector, parseLabelSelector } from "./selector.ts";
 import { type IndexFunc, objectKey } from "./store.ts";
 import { type DeepReadonly } from "../api/readonly.ts";
@@ -342,7 +343,8 @@ export class Cache {
    *
    * @example
    * ```ts
-   * import { ConfigMap, type Cache } from "@rudder/operator";
+   * import { ConfigMap } from "@rudder/operator";
+   * import { type Cache } from "@rudder/operator/cache";
    *
    * declare const cache: Cache;
    * const informer = await cache.getInformer(ConfigMap);
@@ -373,7 +375,8 @@ export class Cache {
    *
    * @example
    * ```ts
-   * import { Pod, type Cache } from "@rudder/operator";
+   * import { Pod } from "@rudder/operator";
+   * import { type Cache } from "@rudder/operator/cache";
    *
    * declare const cache: Cache;
    * cache.indexField(Pod, "spec.nodeName", (pod) => pod.spec?.nodeName ? [pod.spec.nodeName] : []);
@@ -398,14 +401,11 @@ export class Cache {
     signal: AbortSignal | undefined,
   ): Promise<KindEntry> {
     if (!this.#signal) {
-      throw new Error(`the cache is not started, cannot read ${type.kind} objects`);
+      throw new CacheNotStartedError(type.kind);
     }
     const existing = this.#entry(type, false);
     if (!existing && this.#options.readerFailOnMissingInformer) {
-      throw new Error(
-        `the cache has no informer for ${type.kind} and readerFailOnMissingInformer is set; ` +
-          "call getInformer first",
-      );
+      throw new ResourceNotCachedError(type.kind);
     }
     const entry = existing ?? this.#entry(type, true)!;
     const stop = signal ? AbortSignal.any([signal, this.#signal]) : this.#signal;
@@ -605,7 +605,8 @@ export type NewCacheOptions = CacheOptions & RestClientOptions;
  *
  * @example
  * ```ts
- * import { ConfigMap, loadConfig, newCache } from "@rudder/operator";
+ * import { ConfigMap, loadConfig } from "@rudder/operator";
+ * import { newCache } from "@rudder/operator/cache";
  *
  * const cache = newCache(await loadConfig(), {
  *   defaultNamespaces: { default: { labelSelector: "app=web" } },

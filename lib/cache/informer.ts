@@ -239,7 +239,9 @@ class Listener<T> implements HandlerRegistration {
  *
  * @example
  * ```ts
- * import { ConfigMap, Informer, loadConfig, RestClient } from "@rudder/operator";
+ * import { ConfigMap, loadConfig } from "@rudder/operator";
+ * import { Informer } from "@rudder/operator/cache";
+ * import { RestClient } from "@rudder/operator/kube";
  *
  * const informer = new Informer(new RestClient(await loadConfig()), ConfigMap, {
  *   namespace: "default",

@@ -42,7 +42,7 @@ export interface LabelRequirement {
  *
  * @example
  * ```ts
- * import { parseLabelSelector } from "@rudder/operator";
+ * import { parseLabelSelector } from "@rudder/operator/cache";
  *
  * const selector = parseLabelSelector("tier in (web,api), !canary");
  * console.log(selector.matches({ tier: "web" })); // true
@@ -50,7 +50,7 @@ export interface LabelRequirement {
  * console.log(selector.toString()); // !canary,tier in (api,web)
  * ```
  */
-export interface LabelSelector {
+export interface ParsedLabelSelector {
   /** The requirements, sorted by key. */
   readonly requirements: readonly LabelRequirement[];
   /** True when there are no requirements: the selector selects everything. */
@@ -79,14 +79,14 @@ export interface FieldRequirement {
  *
  * @example
  * ```ts
- * import { parseFieldSelector } from "@rudder/operator";
+ * import { parseFieldSelector } from "@rudder/operator/cache";
  *
  * const selector = parseFieldSelector("status.phase!=Running,spec.nodeName=");
  * console.log(selector.matches({ status: { phase: "Pending" }, spec: {} })); // true
  * console.log(selector.matches({ status: { phase: "Running" }, spec: {} })); // false
  * ```
  */
-export interface FieldSelector {
+export interface ParsedFieldSelector {
   /** The requirements, in canonical order. */
   readonly requirements: readonly FieldRequirement[];
   /** True when there are no requirements: the selector selects everything. */
@@ -108,7 +108,7 @@ export interface FieldSelector {
  *
  * @example
  * ```ts
- * import { parseLabelSelector, SelectorError } from "@rudder/operator";
+ * import { parseLabelSelector, SelectorError } from "@rudder/operator/cache";
  *
  * try {
  *   parseLabelSelector("app in (web");
@@ -267,7 +267,7 @@ class LabelRequirementImpl implements LabelRequirement {
 
 const NO_LABELS: Readonly<Record<string, string>> = Object.freeze({});
 
-class LabelSelectorImpl implements LabelSelector {
+class LabelSelectorImpl implements ParsedLabelSelector {
   readonly requirements: readonly LabelRequirementImpl[];
   readonly empty: boolean;
 
@@ -585,7 +585,7 @@ function structuredRequirements(input: LabelSelectorObject): LabelRequirementImp
  *
  * @example
  * ```ts
- * import { parseLabelSelector } from "@rudder/operator";
+ * import { parseLabelSelector } from "@rudder/operator/cache";
  *
  * const s = parseLabelSelector({
  *   matchLabels: { app: "web" },
@@ -596,7 +596,7 @@ function structuredRequirements(input: LabelSelectorObject): LabelRequirementImp
  * console.log(parseLabelSelector("").empty); // true
  * ```
  */
-export function parseLabelSelector(input: LabelSelectorInput): LabelSelector {
+export function parseLabelSelector(input: LabelSelectorInput): ParsedLabelSelector {
   if (typeof input === "string") {
     return new LabelSelectorImpl(new LabelSelectorParser(input).parse());
   }
@@ -610,17 +610,18 @@ export function parseLabelSelector(input: LabelSelectorInput): LabelSelector {
 }
 
 /**
- * True for a parsed {@linkcode LabelSelector} (as opposed to its string or structured input).
+ * True for a parsed {@linkcode ParsedLabelSelector} (as opposed to its string or structured input).
  *
  * @example
  * ```ts
- * import { isLabelSelector, parseLabelSelector } from "@rudder/operator";
+ * import { isLabelSelector } from "./selector.ts";
+ * import { parseLabelSelector } from "@rudder/operator/cache";
  *
  * console.log(isLabelSelector(parseLabelSelector("a=b"))); // true
  * console.log(isLabelSelector("a=b")); // false
  * ```
  */
-export function isLabelSelector(value: unknown): value is LabelSelector {
+export function isLabelSelector(value: unknown): value is ParsedLabelSelector {
   return value instanceof LabelSelectorImpl ||
     (typeof value === "object" && value !== null && "requirements" in value &&
       typeof (value as { matches?: unknown }).matches === "function");
@@ -634,7 +635,7 @@ export function isLabelSelector(value: unknown): value is LabelSelector {
  *
  * @example
  * ```ts
- * import { escapeFieldSelectorValue } from "@rudder/operator";
+ * import { escapeFieldSelectorValue } from "./selector.ts";
  *
  * console.log(`metadata.name=${escapeFieldSelectorValue("a,b")}`); // metadata.name=a\,b
  * ```
@@ -717,7 +718,7 @@ class FieldRequirementImpl implements FieldRequirement {
   }
 }
 
-class FieldSelectorImpl implements FieldSelector {
+class FieldSelectorImpl implements ParsedFieldSelector {
   readonly requirements: readonly FieldRequirementImpl[];
   readonly empty: boolean;
 
@@ -818,7 +819,7 @@ function parseFieldSelectorString(input: string): FieldRequirementImpl[] {
  *
  * @example
  * ```ts
- * import { parseFieldSelector } from "@rudder/operator";
+ * import { parseFieldSelector } from "@rudder/operator/cache";
  *
  * const s = parseFieldSelector(String.raw`metadata.name=a\,b`);
  * console.log(s.requirements[0].value); // a,b
@@ -826,7 +827,7 @@ function parseFieldSelectorString(input: string): FieldRequirementImpl[] {
  * console.log(parseFieldSelector({ "spec.nodeName": "n1" }).toString()); // spec.nodeName=n1
  * ```
  */
-export function parseFieldSelector(input: FieldSelectorInput): FieldSelector {
+export function parseFieldSelector(input: FieldSelectorInput): ParsedFieldSelector {
   if (typeof input === "string") return new FieldSelectorImpl(parseFieldSelectorString(input));
   if (typeof input !== "object" || input === null) {
     throw new SelectorError(
@@ -850,18 +851,19 @@ export function parseFieldSelector(input: FieldSelectorInput): FieldSelector {
 }
 
 /**
- * True for a parsed {@linkcode FieldSelector} (as opposed to its string or `{ field: value }`
+ * True for a parsed {@linkcode ParsedFieldSelector} (as opposed to its string or `{ field: value }`
  * input).
  *
  * @example
  * ```ts
- * import { isFieldSelector, parseFieldSelector } from "@rudder/operator";
+ * import { isFieldSelector } from "./selector.ts";
+ * import { parseFieldSelector } from "@rudder/operator/cache";
  *
  * console.log(isFieldSelector(parseFieldSelector("a=b"))); // true
  * console.log(isFieldSelector({ a: "b" })); // false
  * ```
  */
-export function isFieldSelector(value: unknown): value is FieldSelector {
+export function isFieldSelector(value: unknown): value is ParsedFieldSelector {
   return value instanceof FieldSelectorImpl ||
     (typeof value === "object" && value !== null && "requirements" in value &&
       typeof (value as { matches?: unknown }).matches === "function");

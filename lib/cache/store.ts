@@ -15,10 +15,10 @@ import { deepFreeze, type DeepReadonly } from "../api/readonly.ts";
 import type { FieldSelectorInput, LabelSelectorInput } from "../client/options.ts";
 import {
   type FieldRequirement,
-  type FieldSelector,
   isFieldSelector,
   isLabelSelector,
-  type LabelSelector,
+  type ParsedFieldSelector,
+  type ParsedLabelSelector,
   parseFieldSelector,
   parseLabelSelector,
 } from "./selector.ts";
@@ -30,7 +30,7 @@ import {
  *
  * @example
  * ```ts
- * import { stripManagedFields } from "@rudder/operator";
+ * import { stripManagedFields } from "@rudder/operator/cache";
  *
  * const obj = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "a", managedFields: [] } };
  * console.log(stripManagedFields(obj).metadata); // { name: "a" }
@@ -66,7 +66,7 @@ export interface ObjectRef {
  *
  * @example
  * ```ts
- * import { objectKey } from "@rudder/operator";
+ * import { objectKey } from "@rudder/operator/cache";
  *
  * console.log(objectKey({ metadata: { namespace: "default", name: "web" } })); // default/web
  * console.log(objectKey({ metadata: { name: "node-1" } })); // node-1
@@ -86,7 +86,7 @@ export function objectKey(obj: ObjectWithMetadata): string {
  *
  * @example
  * ```ts
- * import { splitKey } from "@rudder/operator";
+ * import { splitKey } from "./store.ts";
  *
  * console.log(splitKey("default/web")); // { namespace: "default", name: "web" }
  * console.log(splitKey("node-1")); // { namespace: "", name: "node-1" }
@@ -146,13 +146,13 @@ export interface StoreListOptions {
   /** Only objects in this namespace; all namespaces when unset or `""`. */
   namespace?: string;
   /** Only objects whose labels match, evaluated in memory. */
-  labelSelector?: LabelSelectorInput | LabelSelector;
+  labelSelector?: LabelSelectorInput | ParsedLabelSelector;
   /**
    * Only objects whose fields match. `metadata.name` and `metadata.namespace` always work,
    * with any operator; any other field needs an index named `field:<field>` and works only
    * with `=` or `==`.
    */
-  fieldSelector?: FieldSelectorInput | FieldSelector;
+  fieldSelector?: FieldSelectorInput | ParsedFieldSelector;
 }
 
 /** What {@linkcode Store.replace} changed. */
@@ -209,7 +209,8 @@ function indexValues<T>(fn: IndexFunc<T>, obj: DeepReadonly<T> | undefined): str
  *
  * @example
  * ```ts
- * import { Store, type ConfigMap } from "@rudder/operator";
+ * import { type ConfigMap } from "@rudder/operator";
+ * import { Store } from "@rudder/operator/cache";
  *
  * const store = new Store<ConfigMap>({
  *   indexers: { "by-app": (cm) => cm.metadata?.labels?.app ? [cm.metadata.labels.app] : [] },

@@ -123,7 +123,8 @@ export function mergeFrom<T extends KubeObject>(
  *
  * @example
  * ```ts
- * import { type Deployment, strategicMergeFrom } from "@rudder/operator";
+ * import { type Deployment } from "@rudder/operator";
+ * import { strategicMergeFrom } from "@rudder/operator/client";
  *
  * declare const deployment: Deployment;
  * const changed = structuredClone(deployment);
@@ -160,7 +161,7 @@ export function strategicMergeFrom<T extends KubeObject>(
  *
  * @example
  * ```ts
- * import { jsonPatch } from "@rudder/operator";
+ * import { jsonPatch } from "@rudder/operator/client";
  *
  * const patch = jsonPatch([
  *   { op: "test", path: "/metadata/labels/tier", value: "web" },

@@ -168,7 +168,8 @@ class AdjustedClient implements Client {
  *
  * @example
  * ```ts
- * import { loadConfig, newClient, withFieldOwner } from "@rudder/operator";
+ * import { loadConfig, newClient } from "@rudder/operator";
+ * import { withFieldOwner } from "@rudder/operator/client";
  *
  * const client = withFieldOwner(newClient(await loadConfig()), "my-operator");
  * ```
@@ -184,7 +185,8 @@ export function withFieldOwner(client: Client, owner: string): Client {
  *
  * @example
  * ```ts
- * import { dryRunClient, loadConfig, newClient } from "@rudder/operator";
+ * import { loadConfig, newClient } from "@rudder/operator";
+ * import { dryRunClient } from "@rudder/operator/client";
  *
  * const preview = dryRunClient(newClient(await loadConfig()));
  * ```
@@ -203,7 +205,8 @@ export function dryRunClient(client: Client): Client {
  *
  * @example
  * ```ts
- * import { ConfigMap, loadConfig, namespacedClient, newClient } from "@rudder/operator";
+ * import { ConfigMap, loadConfig, newClient } from "@rudder/operator";
+ * import { namespacedClient } from "@rudder/operator/client";
  *
  * const team = namespacedClient(newClient(await loadConfig()), "team-a");
  * const list = await team.list(ConfigMap); // only team-a's

@@ -63,7 +63,8 @@ function assertMutable(conditions: unknown[], what: string): void {
  *
  * @example
  * ```ts
- * import { type Condition, setStatusCondition } from "@rudder/operator";
+ * import { setStatusCondition } from "@rudder/operator";
+ * import { type Condition } from "@rudder/operator/api";
  *
  * const conditions: Condition[] = [];
  * setStatusCondition(conditions, { type: "Ready", status: "False", reason: "Starting" }); // true
@@ -132,7 +133,7 @@ export function setStatusCondition(
  *
  * @example
  * ```ts
- * import { type Condition, removeStatusCondition } from "@rudder/operator";
+ * import { type Condition, removeStatusCondition } from "@rudder/operator/api";
  *
  * const conditions: Condition[] = [
  *   { type: "Degraded", status: "True", reason: "Crash", message: "", lastTransitionTime: "" },
@@ -157,7 +158,8 @@ export function removeStatusCondition(conditions: Condition[], type: string): bo
  *
  * @example
  * ```ts
- * import { type Condition, findStatusCondition } from "@rudder/operator";
+ * import { findStatusCondition } from "@rudder/operator";
+ * import { type Condition } from "@rudder/operator/api";
  *
  * const status: { conditions?: Condition[] } = {};
  * console.log(findStatusCondition(status.conditions, "Ready")); // undefined
@@ -176,7 +178,7 @@ export function findStatusCondition<C extends DeepReadonly<Condition>>(
  *
  * @example
  * ```ts
- * import { type Condition, isStatusConditionPresentAndEqual } from "@rudder/operator";
+ * import { type Condition, isStatusConditionPresentAndEqual } from "@rudder/operator/api";
  *
  * const conditions: Condition[] = [
  *   { type: "Ready", status: "Unknown", reason: "Probing", message: "", lastTransitionTime: "" },
@@ -198,7 +200,7 @@ export function isStatusConditionPresentAndEqual(
  *
  * @example
  * ```ts
- * import { type Condition, isStatusConditionTrue } from "@rudder/operator";
+ * import { type Condition, isStatusConditionTrue } from "@rudder/operator/api";
  *
  * const conditions: Condition[] = [
  *   { type: "Ready", status: "True", reason: "Running", message: "", lastTransitionTime: "" },
@@ -219,7 +221,7 @@ export function isStatusConditionTrue(
  *
  * @example
  * ```ts
- * import { type Condition, isStatusConditionFalse } from "@rudder/operator";
+ * import { type Condition, isStatusConditionFalse } from "@rudder/operator/api";
  *
  * const conditions: Condition[] = [];
  * console.log(isStatusConditionFalse(conditions, "Ready")); // false: absent

@@ -230,7 +230,8 @@ export class ControllerBuilder {
  *
  * @example
  * ```ts
- * import { ConfigMap, Deployment, type ControllerHost, newControllerManagedBy } from "@rudder/operator";
+ * import { ConfigMap, Deployment, newControllerManagedBy } from "@rudder/operator";
+ * import { type ControllerHost } from "@rudder/operator/controller";
  *
  * declare const mgr: ControllerHost;
  * newControllerManagedBy(mgr)

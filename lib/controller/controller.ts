@@ -113,7 +113,11 @@ export interface WatchedKind {
  *
  * @example
  * ```ts
- * import { type Cache, ConfigMap, Controller, enqueueRequestForObject, kindSource } from "@rudder/operator";
+ * import { ConfigMap } from "@rudder/operator";
+ * import { type Cache } from "@rudder/operator/cache";
+ * import { Controller } from "@rudder/operator/controller";
+ * import { enqueueRequestForObject } from "@rudder/operator/handler";
+ * import { kindSource } from "@rudder/operator/source";
  *
  * declare const cache: Cache;
  * const controller = new Controller("configmaps", (request, ctx) => {

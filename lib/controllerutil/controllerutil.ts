@@ -234,7 +234,8 @@ export async function createOrPatch<T extends KubeObject>(
  *
  * @example
  * ```ts
- * import { AlreadyOwnedError, setControllerReference } from "@rudder/operator";
+ * import { setControllerReference } from "@rudder/operator";
+ * import { AlreadyOwnedError } from "@rudder/operator/controllerutil";
  * import type { ConfigMap, Deployment } from "@rudder/operator";
  *
  * declare const owner: Deployment, cm: ConfigMap;
@@ -384,7 +385,8 @@ function upsertOwnerReference<T extends KubeObject>(obj: T, ref: OwnerReference)
  *
  * @example
  * ```ts
- * import { type ConfigMap, getControllerOf } from "@rudder/operator";
+ * import { type ConfigMap } from "@rudder/operator";
+ * import { getControllerOf } from "@rudder/operator/controllerutil";
  *
  * declare const cm: ConfigMap;
  * console.log(getControllerOf(cm)?.name);
@@ -453,7 +455,8 @@ export function setControllerReference<T extends KubeObject>(
  *
  * @example
  * ```ts
- * import { type ConfigMap, type Deployment, setOwnerReference } from "@rudder/operator";
+ * import { type ConfigMap, type Deployment } from "@rudder/operator";
+ * import { setOwnerReference } from "@rudder/operator/controllerutil";
  *
  * declare const owner: Deployment, cm: ConfigMap;
  * setOwnerReference(owner, cm);
@@ -479,7 +482,8 @@ export function setOwnerReference<T extends KubeObject>(
  *
  * @example
  * ```ts
- * import { type ConfigMap, type Deployment, removeOwnerReference } from "@rudder/operator";
+ * import { type ConfigMap, type Deployment } from "@rudder/operator";
+ * import { removeOwnerReference } from "@rudder/operator/controllerutil";
  *
  * declare const owner: Deployment, cm: ConfigMap;
  * removeOwnerReference(owner, cm);
@@ -509,7 +513,8 @@ export function removeOwnerReference<T extends KubeObject>(owner: KubeObject, ob
  *
  * @example
  * ```ts
- * import { type ConfigMap, hasControllerReference } from "@rudder/operator";
+ * import { type ConfigMap } from "@rudder/operator";
+ * import { hasControllerReference } from "@rudder/operator/controllerutil";
  *
  * declare const cm: ConfigMap;
  * if (!hasControllerReference(cm)) console.log("an orphan");
@@ -525,7 +530,8 @@ export function hasControllerReference(obj: KubeObject): boolean {
  *
  * @example
  * ```ts
- * import { type ConfigMap, type Deployment, hasOwnerReference } from "@rudder/operator";
+ * import { type ConfigMap, type Deployment } from "@rudder/operator";
+ * import { hasOwnerReference } from "@rudder/operator/controllerutil";
  *
  * declare const owner: Deployment, cm: ConfigMap;
  * console.log(hasOwnerReference(cm.metadata?.ownerReferences, owner));

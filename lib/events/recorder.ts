@@ -184,7 +184,8 @@ function describe(ref: ObjectReference): string {
  *
  * @example
  * ```ts
- * import { Deployment, EventRecorder, loadConfig, newClient } from "@rudder/operator";
+ * import { Deployment, loadConfig, newClient } from "@rudder/operator";
+ * import { EventRecorder } from "@rudder/operator/events";
  *
  * const client = newClient(await loadConfig());
  * const recorder = new EventRecorder(client, {
@@ -240,7 +241,8 @@ export class EventRecorder {
    *
    * @example
    * ```ts
-   * import type { EventRecorder, Pod } from "@rudder/operator";
+   * import type { Pod } from "@rudder/operator";
+   * import type { EventRecorder } from "@rudder/operator/events";
    *
    * declare const recorder: EventRecorder, pod: Pod;
    * recorder.event(pod, "Warning", "FailedMount", "Mount", "volume data is not ready");
@@ -267,7 +269,7 @@ export class EventRecorder {
    *
    * @example
    * ```ts
-   * import type { EventRecorder } from "@rudder/operator";
+   * import type { EventRecorder } from "@rudder/operator/events";
    *
    * declare const recorder: EventRecorder;
    * await recorder.flush();

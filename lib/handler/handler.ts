@@ -59,7 +59,9 @@ function addAll(
  *
  * @example
  * ```ts
- * import { ConfigMap, enqueueRequestForObject, type ControllerHost, newControllerManagedBy } from "@rudder/operator";
+ * import { ConfigMap, newControllerManagedBy } from "@rudder/operator";
+ * import { type ControllerHost } from "@rudder/operator/controller";
+ * import { enqueueRequestForObject } from "@rudder/operator/handler";
  *
  * declare const mgr: ControllerHost;
  * newControllerManagedBy(mgr).named("cms").watches(ConfigMap, enqueueRequestForObject());
@@ -112,7 +114,9 @@ function ownerRequests(
  *
  * @example
  * ```ts
- * import { ConfigMap, Deployment, enqueueRequestForOwner, type ControllerHost, newControllerManagedBy } from "@rudder/operator";
+ * import { ConfigMap, Deployment, newControllerManagedBy } from "@rudder/operator";
+ * import { type ControllerHost } from "@rudder/operator/controller";
+ * import { enqueueRequestForOwner } from "@rudder/operator/handler";
  *
  * declare const mgr: ControllerHost;
  * newControllerManagedBy(mgr).for(Deployment)
@@ -153,7 +157,9 @@ export type MapFunc<T extends KubeObject = KubeObject> = (
  *
  * @example
  * ```ts
- * import { ConfigMap, enqueueRequestsFromMapFunc, type ControllerHost, newControllerManagedBy } from "@rudder/operator";
+ * import { ConfigMap, newControllerManagedBy } from "@rudder/operator";
+ * import { type ControllerHost } from "@rudder/operator/controller";
+ * import { enqueueRequestsFromMapFunc } from "@rudder/operator/handler";
  *
  * declare const mgr: ControllerHost;
  * // Every ConfigMap change reconciles the "main" object of its namespace.

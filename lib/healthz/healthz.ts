@@ -105,7 +105,8 @@ async function answer(
  *
  * @example
  * ```ts
- * import { Checks, healthApp, ping } from "@rudder/operator";
+ * import { Checks, healthApp } from "./healthz.ts";
+ * import { ping } from "@rudder/operator/healthz";
  *
  * const healthz = new Checks("healthz");
  * healthz.add("ping", ping);

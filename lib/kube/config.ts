@@ -103,7 +103,7 @@ const EXEC_CLUSTER_EXTENSION = "client.authentication.k8s.io/exec";
  *
  * @example Tell a broken kubeconfig from other failures
  * ```ts
- * import { KubeconfigError, loadKubeconfigFile } from "@rudder/operator";
+ * import { KubeconfigError, loadKubeconfigFile } from "@rudder/operator/kube";
  *
  * try {
  *   await loadKubeconfigFile("/etc/operator/kubeconfig");
@@ -263,7 +263,7 @@ export interface FileTokenSourceOptions {
  *
  * @example Send a rotated token
  * ```ts
- * import { FileTokenSource } from "@rudder/operator";
+ * import { FileTokenSource } from "@rudder/operator/kube";
  *
  * const source = new FileTokenSource({ path: "/var/run/secrets/tokens/api-token" });
  * const { headers } = await source.credentials(); // { Authorization: "Bearer …" }
@@ -403,7 +403,7 @@ interface CachedCredentials {
  *
  * @example Run a plugin directly
  * ```ts
- * import { ExecCredentialProvider } from "@rudder/operator";
+ * import { ExecCredentialProvider } from "@rudder/operator/kube";
  *
  * const auth = new ExecCredentialProvider({
  *   command: "aws",
@@ -1291,7 +1291,7 @@ async function loadFiles(
  *
  * @example Use a context of a given file
  * ```ts
- * import { loadKubeconfigFile } from "@rudder/operator";
+ * import { loadKubeconfigFile } from "@rudder/operator/kube";
  *
  * const config = await loadKubeconfigFile("/home/me/.kube/config", { context: "kind-dev" });
  * console.log(config.server, config.namespace);
@@ -1312,7 +1312,7 @@ export function loadKubeconfigFile(
  *
  * @example
  * ```ts
- * import { kubeconfigFromObject } from "@rudder/operator";
+ * import { kubeconfigFromObject } from "@rudder/operator/kube";
  *
  * const config = await kubeconfigFromObject({
  *   clusters: [{ name: "dev", cluster: { server: "https://127.0.0.1:6443/" } }],
@@ -1344,7 +1344,7 @@ export async function kubeconfigFromObject(
  *
  * @example
  * ```ts
- * import { inClusterConfig } from "@rudder/operator";
+ * import { inClusterConfig } from "@rudder/operator/kube";
  *
  * const config = await inClusterConfig();
  * console.log(config.server, config.namespace); // https://10.96.0.1:443 my-namespace
@@ -1444,7 +1444,7 @@ export interface ConfigEnvironment {
  *
  * @example
  * ```ts
- * import { loadConfigFrom } from "@rudder/operator";
+ * import { loadConfigFrom } from "./config.ts";
  *
  * const config = await loadConfigFrom({ env: {}, homeDir: "/tmp/fake-home" });
  * ```

@@ -131,7 +131,8 @@ export interface ApiErrorOptions {
  *
  * @example Tell a missing object from other failures
  * ```ts
- * import { ApiError, isNotFound } from "@rudder/operator";
+ * import { isNotFound } from "@rudder/operator";
+ * import { ApiError } from "@rudder/operator/client";
  *
  * const err = new ApiError({ kind: "Status", code: 404, reason: "NotFound", message: "gone" });
  * console.log(isNotFound(err), err.code, err.reason); // true 404 NotFound
@@ -254,7 +255,8 @@ export function isTooManyRequests(err: unknown): boolean {
  *
  * @example
  * ```ts
- * import { ApiError, ignoreNotFound } from "@rudder/operator";
+ * import { ignoreNotFound } from "@rudder/operator";
+ * import { ApiError } from "@rudder/operator/client";
  *
  * const missing = Promise.reject(new ApiError({ code: 404, reason: "NotFound" }));
  * const found = await missing.catch(ignoreNotFound); // undefined
@@ -271,7 +273,8 @@ export function ignoreNotFound(err: unknown): undefined {
  *
  * @example
  * ```ts
- * import { ApiError, ignoreAlreadyExists } from "@rudder/operator";
+ * import { ignoreAlreadyExists } from "@rudder/operator";
+ * import { ApiError } from "@rudder/operator/client";
  *
  * const exists = Promise.reject(new ApiError({ code: 409, reason: "AlreadyExists" }));
  * await exists.catch(ignoreAlreadyExists); // resolves to undefined

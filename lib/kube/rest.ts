@@ -168,7 +168,8 @@ function retryAfterSeconds(response: Response): number | undefined {
  *
  * @example
  * ```ts
- * import { loadConfig, RestClient } from "@rudder/operator";
+ * import { loadConfig } from "@rudder/operator";
+ * import { RestClient } from "@rudder/operator/kube";
  *
  * const rest = new RestClient(await loadConfig());
  * const version = await rest.request<{ gitVersion: string }>({ path: "/version" });

@@ -96,7 +96,8 @@ function canResend(body: RequestInit["body"]): boolean {
  *
  * @example
  * ```ts
- * import { createTransport, loadConfig } from "@rudder/operator";
+ * import { loadConfig } from "@rudder/operator";
+ * import { createTransport } from "@rudder/operator/kube";
  *
  * const transport = createTransport(await loadConfig());
  * const response = await transport.fetch("/version");

@@ -21,7 +21,7 @@ export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ER
  *
  * @example Narrow on `type`
  * ```ts
- * import type { WatchEvent } from "@rudder/operator";
+ * import type { WatchEvent } from "@rudder/operator/kube";
  *
  * function summary(event: WatchEvent<{ metadata: { name?: string } }>): string {
  *   return event.type === "ERROR"
@@ -81,7 +81,7 @@ const utf8 = new TextDecoder();
  *
  * @example
  * ```ts
- * import { decodeWatchStream, WatchDecodeError } from "@rudder/operator";
+ * import { decodeWatchStream, WatchDecodeError } from "@rudder/operator/kube";
  *
  * const body = new Response('{"type":"ADDED","object":{}}\nnot json\n').body!;
  * try {
@@ -129,7 +129,8 @@ export class WatchDecodeError extends Error {
  *
  * @example Read a watch response
  * ```ts
- * import { decodeWatchStream, encodeWatchEvent } from "@rudder/operator";
+ * import { encodeWatchEvent } from "./watch.ts";
+ * import { decodeWatchStream } from "@rudder/operator/kube";
  *
  * type ConfigMap = { metadata: { name: string }; data?: Record<string, string> };
  * const body = new Response(
@@ -161,7 +162,7 @@ export function decodeWatchStream<T = Record<string, unknown>>(
  *
  * @example
  * ```ts
- * import { encodeWatchEvent } from "@rudder/operator";
+ * import { encodeWatchEvent } from "./watch.ts";
  *
  * const line = encodeWatchEvent({ type: "DELETED", object: { metadata: { name: "a" } } });
  * console.log(line); // {"type":"DELETED","object":{"metadata":{"name":"a"}}}

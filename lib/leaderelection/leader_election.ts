@@ -104,7 +104,8 @@ export interface LeaseKey {
  * @example
  * ```ts
  * import process from "node:process";
- * import { LeaderElectionLostError, LeaderElector, loadConfig, newClient } from "@rudder/operator";
+ * import { loadConfig, newClient } from "@rudder/operator";
+ * import { LeaderElectionLostError, LeaderElector } from "@rudder/operator/leaderelection";
  *
  * const elector = new LeaderElector({
  *   client: newClient(await loadConfig()),
@@ -213,7 +214,8 @@ function deadlineSignal(clock: Clock, ms: number, parent: AbortSignal) {
  *
  * @example
  * ```ts
- * import { LeaderElector, loadConfig, newClient } from "@rudder/operator";
+ * import { loadConfig, newClient } from "@rudder/operator";
+ * import { LeaderElector } from "@rudder/operator/leaderelection";
  *
  * const elector = new LeaderElector({
  *   client: newClient(await loadConfig()),

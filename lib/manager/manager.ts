@@ -24,22 +24,19 @@ import {
   type CachedClient,
   type CachedClientOptions,
   newCachedClient,
-} from "../client/cached_client.ts";
+} from "../cache/cached_client.ts";
 import { type Client, newClient } from "../client/client.ts";
 import type { ControllerHost } from "../controller/builder.ts";
 import type { ControllerOptions } from "../controller/controller.ts";
 import type { Runnable } from "../util/runnable.ts";
 import { type AuthProvider, type KubeConfig, loadConfig } from "../kube/config.ts";
 import { RestClient } from "../kube/rest.ts";
-import {
-  controllerMetrics,
-  leaderElectionMetrics,
-  metricsApp,
-  registerProcessMetrics,
-  type Registry,
-  registry as defaultRegistry,
-  restClientMetrics,
-} from "../metrics/mod.ts";
+import { controllerMetrics } from "../metrics/controller.ts";
+import { leaderElectionMetrics } from "../metrics/leader_election.ts";
+import { registerProcessMetrics } from "../metrics/process.ts";
+import { type Registry, registry as defaultRegistry } from "../metrics/registry.ts";
+import { restClientMetrics } from "../metrics/rest_client.ts";
+import { metricsApp } from "../metrics/server.ts";
 import { EventRecorder } from "../events/recorder.ts";
 import { type Checker, Checks, healthApp, informersReady } from "../healthz/healthz.ts";
 import { LeaderElectionLostError, LeaderElector } from "../leaderelection/leader_election.ts";

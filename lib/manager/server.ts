@@ -69,7 +69,7 @@ function urlOf(hostname: string, port: number, tls: boolean): string {
  *
  * @example
  * ```ts
- * import { serve } from "@rudder/operator";
+ * import { serve } from "./server.ts";
  *
  * const server = await serve(() => new Response("ok"), { address: "127.0.0.1:0" });
  * console.log(await (await fetch(server.url)).text()); // ok

@@ -17,7 +17,8 @@ import { family, type Registry, registry as defaultRegistry, safely } from "./re
  *
  * @example Time your own steps on the same scale
  * ```ts
- * import { Histogram, RECONCILE_TIME_BUCKETS, registry } from "@rudder/operator";
+ * import { RECONCILE_TIME_BUCKETS } from "./controller.ts";
+ * import { Histogram, registry } from "@rudder/operator/metrics";
  *
  * registry.register(new Histogram({
  *   name: "example_sync_seconds",
@@ -75,7 +76,7 @@ export const RECONCILE_TIME_BUCKETS: readonly number[] = Object.freeze([
  *
  * @example
  * ```ts
- * import { WORKQUEUE_DURATION_BUCKETS } from "@rudder/operator";
+ * import { WORKQUEUE_DURATION_BUCKETS } from "./controller.ts";
  *
  * console.log(WORKQUEUE_DURATION_BUCKETS.length); // 12
  * ```
@@ -89,7 +90,7 @@ export const WORKQUEUE_DURATION_BUCKETS: readonly number[] = Object.freeze(
  *
  * @example
  * ```ts
- * import { controllerMetrics, RECONCILE_RESULTS } from "@rudder/operator";
+ * import { controllerMetrics, RECONCILE_RESULTS } from "./controller.ts";
  *
  * const metrics = controllerMetrics();
  * for (const result of RECONCILE_RESULTS) metrics.reconcileTotal("imported", result);
@@ -125,7 +126,8 @@ interface Families {
  *
  * @example
  * ```ts
- * import { controllerMetrics, type ControllerRuntimeMetrics, Registry } from "@rudder/operator";
+ * import { controllerMetrics, type ControllerRuntimeMetrics } from "./controller.ts";
+ * import { Registry } from "@rudder/operator/metrics";
  *
  * const metrics: ControllerRuntimeMetrics = controllerMetrics(new Registry());
  * metrics.reconcileTotal("web", "success");
@@ -265,7 +267,9 @@ function makeFamilies(registry: Registry, queues: Map<string, ScrapedQueue>): Fa
  *
  * @example
  * ```ts
- * import { Controller, controllerMetrics, Registry } from "@rudder/operator";
+ * import { controllerMetrics } from "./controller.ts";
+ * import { Controller } from "@rudder/operator/controller";
+ * import { Registry } from "@rudder/operator/metrics";
  *
  * const registry = new Registry();
  * const controller = new Controller("web", () => {}, { metrics: controllerMetrics(registry) });

@@ -12,7 +12,8 @@
  *
  * @example
  * ```ts
- * import { Registry, TEXT_CONTENT_TYPE } from "@rudder/operator";
+ * import { TEXT_CONTENT_TYPE } from "./exposition.ts";
+ * import { Registry } from "@rudder/operator/metrics";
  *
  * const registry = new Registry();
  * const response = new Response(await registry.metrics(), {

@@ -24,7 +24,7 @@ const logger = getLogger(["rudder", "metrics", "auth"]);
  *
  * @example
  * ```ts
- * import { DEFAULT_AUTH_CACHE_TTL_MS } from "@rudder/operator";
+ * import { DEFAULT_AUTH_CACHE_TTL_MS } from "./filters.ts";
  *
  * const cacheTTL = 3 * DEFAULT_AUTH_CACHE_TTL_MS; // 30 s
  * ```
@@ -38,11 +38,9 @@ const MAX_CACHE_ENTRIES = 4096;
  *
  * @example
  * ```ts
- * import {
- *   type AuthenticationAndAuthorizationOptions,
- *   loadConfig,
- *   RestClient,
- * } from "@rudder/operator";
+ * import { type AuthenticationAndAuthorizationOptions } from "./filters.ts";
+ * import { loadConfig } from "@rudder/operator";
+ * import { RestClient } from "@rudder/operator/kube";
  *
  * const options: AuthenticationAndAuthorizationOptions = {
  *   rest: new RestClient(await loadConfig()),
@@ -67,7 +65,7 @@ export interface AuthenticationAndAuthorizationOptions {
  *
  * @example
  * ```ts
- * import type { FetchHandler } from "@rudder/operator";
+ * import type { FetchHandler } from "./filters.ts";
  *
  * const hello: FetchHandler = () => new Response("hello");
  * ```
@@ -79,7 +77,7 @@ export type FetchHandler = (request: Request) => Response | Promise<Response>;
  *
  * @example
  * ```ts
- * import type { RequestFilter } from "@rudder/operator";
+ * import type { RequestFilter } from "./filters.ts";
  *
  * const onlyGet: RequestFilter = (next) => (request) =>
  *   request.method === "GET" ? next(request) : new Response("", { status: 405 });
@@ -172,7 +170,9 @@ function httpError(message: string, status: number): Response {
  *
  * @example Protect a handler of your own
  * ```ts
- * import { loadConfig, RestClient, withAuthenticationAndAuthorization } from "@rudder/operator";
+ * import { withAuthenticationAndAuthorization } from "./filters.ts";
+ * import { loadConfig } from "@rudder/operator";
+ * import { RestClient } from "@rudder/operator/kube";
  *
  * const secure = withAuthenticationAndAuthorization({ rest: new RestClient(await loadConfig()) });
  * const handler = secure(() => new Response("debug data"));

@@ -22,7 +22,8 @@ const hooks = new WeakMap<Registry, { gauge: Gauge<"name">; metrics: LeaderStatu
  *
  * @example
  * ```ts
- * import { leaderElectionMetrics, Registry } from "@rudder/operator";
+ * import { leaderElectionMetrics } from "./leader_election.ts";
+ * import { Registry } from "@rudder/operator/metrics";
  *
  * const registry = new Registry();
  * leaderElectionMetrics(registry).leaderStatus("example-leader", true);

@@ -14,7 +14,7 @@ import { escapeHelp, formatLabels, formatNumber } from "./exposition.ts";
  *
  * @example
  * ```ts
- * import { Counter, type MetricLabels } from "@rudder/operator";
+ * import { Counter, type MetricLabels } from "@rudder/operator/metrics";
  *
  * const requests = new Counter({ name: "x_requests_total", help: "x", labelNames: ["code"] });
  * const labels: MetricLabels<"code"> = { code: 200 };
@@ -28,7 +28,7 @@ export type MetricLabels<L extends string> = { readonly [K in L]: string | numbe
  *
  * @example
  * ```ts
- * import { Gauge, type MetricType } from "@rudder/operator";
+ * import { Gauge, type MetricType } from "@rudder/operator/metrics";
  *
  * const type: MetricType = new Gauge({ name: "x", help: "x" }).type; // "gauge"
  * ```
@@ -43,7 +43,7 @@ const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
  *
  * @example
  * ```ts
- * import { Counter, type MetricOptions } from "@rudder/operator";
+ * import { Counter, type MetricOptions } from "@rudder/operator/metrics";
  *
  * const options: MetricOptions<"result"> = {
  *   name: "example_backups_total",
@@ -158,7 +158,7 @@ class SeriesMap<L extends string, V> {
  *
  * @example
  * ```ts
- * import { type Metric, registry } from "@rudder/operator";
+ * import { type Metric, registry } from "@rudder/operator/metrics";
  *
  * const depth: Metric | undefined = registry.get("workqueue_depth");
  * console.log(depth?.type, depth?.labelNames); // gauge [ "name", "controller", "priority" ]
@@ -226,7 +226,8 @@ function sample(name: string, names: readonly string[], values: readonly string[
  *
  * @example
  * ```ts
- * import { Gauge, type ScalarMetric } from "@rudder/operator";
+ * import { type ScalarMetric } from "./metric.ts";
+ * import { Gauge } from "@rudder/operator/metrics";
  *
  * const metric: ScalarMetric = new Gauge({ name: "example_items", help: "Items." });
  * console.log(metric.get()); // 0
@@ -276,7 +277,7 @@ export abstract class ScalarMetric<L extends string = string> extends Metric<L> 
  *
  * @example
  * ```ts
- * import { Counter, registry } from "@rudder/operator";
+ * import { Counter, registry } from "@rudder/operator/metrics";
  *
  * const backups = registry.register(new Counter({
  *   name: "example_backups_total",
@@ -323,7 +324,7 @@ function add(name: string, state: Value, by: number): void {
  *
  * @example A gauge read at scrape time
  * ```ts
- * import { Gauge, registry } from "@rudder/operator";
+ * import { Gauge, registry } from "@rudder/operator/metrics";
  *
  * const pending: string[] = [];
  * registry.register(new Gauge({
@@ -387,7 +388,7 @@ export class Gauge<L extends string = never> extends ScalarMetric<L> {
  *
  * @example
  * ```ts
- * import { DEFAULT_BUCKETS } from "@rudder/operator";
+ * import { DEFAULT_BUCKETS } from "@rudder/operator/metrics";
  *
  * console.log(DEFAULT_BUCKETS.length); // 11
  * ```
@@ -411,7 +412,7 @@ export const DEFAULT_BUCKETS: readonly number[] = Object.freeze([
  *
  * @example
  * ```ts
- * import { exponentialBuckets, Histogram, type HistogramOptions } from "@rudder/operator";
+ * import { exponentialBuckets, Histogram, type HistogramOptions } from "@rudder/operator/metrics";
  *
  * const options: HistogramOptions<"kind"> = {
  *   name: "example_backup_duration_seconds",
@@ -443,7 +444,7 @@ interface Distribution {
  *
  * @example
  * ```ts
- * import { Histogram, registry } from "@rudder/operator";
+ * import { Histogram, registry } from "@rudder/operator/metrics";
  *
  * const durations = registry.register(new Histogram({
  *   name: "example_backup_duration_seconds",
@@ -559,7 +560,7 @@ export class Histogram<L extends string = never> extends Metric<L> {
  *
  * @example
  * ```ts
- * import { exponentialBuckets } from "@rudder/operator";
+ * import { exponentialBuckets } from "@rudder/operator/metrics";
  *
  * console.log(exponentialBuckets(0.001, 10, 4)); // [0.001, 0.01, 0.1, 1] (as floats)
  * ```
@@ -578,7 +579,7 @@ export function exponentialBuckets(start: number, factor: number, count: number)
  *
  * @example
  * ```ts
- * import { linearBuckets } from "@rudder/operator";
+ * import { linearBuckets } from "@rudder/operator/metrics";
  *
  * console.log(linearBuckets(10, 10, 3)); // [10, 20, 30]
  * ```

@@ -1,27 +1,26 @@
 /**
- * Prometheus metrics with controller-runtime's names: a registry with counters, gauges and
- * histograms, and the global {@linkcode registry} users register their own metrics on; the hooks
- * that feed controller-runtime's families from controllers and work queues
- * ({@linkcode controllerMetrics}), the REST client ({@linkcode restClientMetrics}) and leader
- * election ({@linkcode leaderElectionMetrics}); the process metrics
- * ({@linkcode registerProcessMetrics}); and the `/metrics` endpoint ({@linkcode metricsApp}),
- * optionally authenticated and authorised by the API server.
+ * Prometheus metrics with controller-runtime's names, exactly, so existing dashboards work. A
+ * manager serves its {@linkcode registry} (the global one) on `/metrics` with the
+ * `controller_runtime_*`, `workqueue_*`, `rest_client_*`, `leader_election_*` and process
+ * families; an operator registers its own counters, gauges and histograms on it.
  *
- * @example A controller's metrics, scraped
+ * @example A metric of one's own
  * ```ts
- * import { Controller, controllerMetrics, metricsApp, Registry } from "@rudder/operator";
+ * import { Counter, registry } from "@rudder/operator/metrics";
  *
- * const registry = new Registry();
- * new Controller("web", () => {}, { metrics: controllerMetrics(registry) });
- * const response = await metricsApp(registry).fetch(new Request("http://localhost/metrics"));
- * console.log(await response.text());
- * // … controller_runtime_reconcile_total{controller="web",result="error"} 0 …
+ * const synced = registry.register(
+ *   new Counter({
+ *     name: "example_widgets_synced_total",
+ *     help: "Widgets synced, by result.",
+ *     labelNames: ["result"],
+ *   }),
+ * );
+ * synced.inc({ result: "ok" });
  * ```
  *
  * @module
  */
 
-export { TEXT_CONTENT_TYPE } from "./exposition.ts";
 export {
   Counter,
   DEFAULT_BUCKETS,
@@ -34,24 +33,5 @@ export {
   type MetricLabels,
   type MetricOptions,
   type MetricType,
-  ScalarMetric,
 } from "./metric.ts";
 export { Registry, registry } from "./registry.ts";
-export {
-  controllerMetrics,
-  type ControllerRuntimeMetrics,
-  RECONCILE_RESULTS,
-  RECONCILE_TIME_BUCKETS,
-  WORKQUEUE_DURATION_BUCKETS,
-} from "./controller.ts";
-export { NO_ANSWER_CODE, restClientMetrics } from "./rest_client.ts";
-export { leaderElectionMetrics } from "./leader_election.ts";
-export { type ProcessMetricsOptions, registerProcessMetrics } from "./process.ts";
-export {
-  type AuthenticationAndAuthorizationOptions,
-  DEFAULT_AUTH_CACHE_TTL_MS,
-  type FetchHandler,
-  type RequestFilter,
-  withAuthenticationAndAuthorization,
-} from "./filters.ts";
-export { type MetricsApp, metricsApp, type MetricsAppOptions } from "./server.ts";

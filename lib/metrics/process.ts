@@ -24,7 +24,7 @@ const USER_HZ = 100;
  *
  * @example
  * ```ts
- * import { type ProcessMetricsOptions, registerProcessMetrics } from "@rudder/operator";
+ * import { type ProcessMetricsOptions, registerProcessMetrics } from "./process.ts";
  *
  * const options: ProcessMetricsOptions = { procfs: "/proc" };
  * registerProcessMetrics(undefined, options);
@@ -131,7 +131,8 @@ function works(read: () => unknown): boolean {
  *
  * @example
  * ```ts
- * import { Registry, registerProcessMetrics } from "@rudder/operator";
+ * import { registerProcessMetrics } from "./process.ts";
+ * import { Registry } from "@rudder/operator/metrics";
  *
  * const registry = new Registry();
  * registerProcessMetrics(registry);

@@ -28,7 +28,7 @@ import type { Metric } from "./metric.ts";
  *
  * @example
  * ```ts
- * import { Counter, Registry } from "@rudder/operator";
+ * import { Counter, Registry } from "@rudder/operator/metrics";
  *
  * const registry = new Registry();
  * const jobs = registry.register(new Counter({ name: "example_jobs_total", help: "Jobs run." }));
@@ -94,7 +94,7 @@ export class Registry {
  *
  * @example Count something of your own next to controller-runtime's metrics
  * ```ts
- * import { Counter, registry } from "@rudder/operator";
+ * import { Counter, registry } from "@rudder/operator/metrics";
  *
  * const backups = registry.register(new Counter({
  *   name: "example_backups_total",

@@ -15,7 +15,7 @@ import { family, type Registry, registry as defaultRegistry, safely } from "./re
  *
  * @example
  * ```ts
- * import { NO_ANSWER_CODE } from "@rudder/operator";
+ * import { NO_ANSWER_CODE } from "./rest_client.ts";
  *
  * const query = `sum(rate(rest_client_requests_total{code="${NO_ANSWER_CODE}"}[5m]))`;
  * ```
@@ -31,7 +31,10 @@ export const NO_ANSWER_CODE = "<error>";
  *
  * @example
  * ```ts
- * import { loadConfig, Registry, RestClient, restClientMetrics } from "@rudder/operator";
+ * import { restClientMetrics } from "./rest_client.ts";
+ * import { loadConfig } from "@rudder/operator";
+ * import { RestClient } from "@rudder/operator/kube";
+ * import { Registry } from "@rudder/operator/metrics";
  *
  * const registry = new Registry();
  * const rest = new RestClient(await loadConfig(), { onRequest: restClientMetrics(registry) });

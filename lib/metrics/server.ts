@@ -22,7 +22,9 @@ const logger = getLogger(["rudder", "metrics"]);
  *
  * @example
  * ```ts
- * import { loadConfig, type MetricsAppOptions, RestClient } from "@rudder/operator";
+ * import { type MetricsAppOptions } from "./server.ts";
+ * import { loadConfig } from "@rudder/operator";
+ * import { RestClient } from "@rudder/operator/kube";
  *
  * const options: MetricsAppOptions = { secure: { rest: new RestClient(await loadConfig()) } };
  * ```
@@ -45,7 +47,7 @@ export interface MetricsAppOptions {
  *
  * @example
  * ```ts
- * import { type MetricsApp, metricsApp } from "@rudder/operator";
+ * import { type MetricsApp, metricsApp } from "./server.ts";
  *
  * const app: MetricsApp = metricsApp();
  * const response = await app.fetch(new Request("http://localhost/metrics"));
@@ -64,7 +66,7 @@ export interface MetricsApp {
  *
  * @example Serve the global registry on Deno
  * ```ts
- * import { metricsApp } from "@rudder/operator";
+ * import { metricsApp } from "./server.ts";
  *
  * Deno.serve({ port: 8080 }, metricsApp().fetch);
  * ```

@@ -62,7 +62,7 @@ export function passesGeneric<T extends KubeObject>(
  *
  * @example
  * ```ts
- * import { newPredicateFuncs } from "@rudder/operator";
+ * import { newPredicateFuncs } from "@rudder/operator/predicate";
  *
  * const onlyManaged = newPredicateFuncs((obj) => obj.metadata?.labels?.["managed-by"] === "me");
  * ```
@@ -84,7 +84,9 @@ export function newPredicateFuncs<T extends KubeObject = KubeObject>(
  *
  * @example
  * ```ts
- * import { type ControllerHost, newControllerManagedBy, generationChangedPredicate, Deployment } from "@rudder/operator";
+ * import { newControllerManagedBy, Deployment } from "@rudder/operator";
+ * import { type ControllerHost } from "@rudder/operator/controller";
+ * import { generationChangedPredicate } from "@rudder/operator/predicate";
  *
  * declare const mgr: ControllerHost;
  * newControllerManagedBy(mgr).for(Deployment, { predicates: [generationChangedPredicate] });

@@ -56,7 +56,10 @@ export interface KindSourceOptions<T extends KubeObject> {
  *
  * @example
  * ```ts
- * import { type Cache, ConfigMap, enqueueRequestForObject, kindSource } from "@rudder/operator";
+ * import { ConfigMap } from "@rudder/operator";
+ * import { type Cache } from "@rudder/operator/cache";
+ * import { enqueueRequestForObject } from "@rudder/operator/handler";
+ * import { kindSource } from "@rudder/operator/source";
  *
  * declare const cache: Cache;
  * const source = kindSource(cache, ConfigMap, enqueueRequestForObject());
@@ -103,7 +106,9 @@ export function kindSource<T extends KubeObject>(
  *
  * @example
  * ```ts
- * import { channelSource, enqueueRequestForObject, type Unstructured } from "@rudder/operator";
+ * import { type Unstructured } from "@rudder/operator/api";
+ * import { enqueueRequestForObject } from "@rudder/operator/handler";
+ * import { channelSource } from "@rudder/operator/source";
  *
  * async function* triggers(): AsyncGenerator<Unstructured> {
  *   yield { apiVersion: "v1", kind: "ConfigMap", metadata: { namespace: "default", name: "settings" } };

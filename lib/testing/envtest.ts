@@ -296,7 +296,7 @@ const CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
  *
  * @example
  * ```ts ignore
- * import { installCRDs } from "@rudder/operator/testing";
+ * import { installCRDs } from "./envtest.ts";
  * import { loadConfig } from "@rudder/operator";
  * import { Example } from "./api/example.ts";
  *
@@ -406,7 +406,7 @@ interface CRDStatus {
  * ```ts ignore
  * import { after, before, it } from "node:test";
  * import { Environment } from "@rudder/operator/testing";
- * import { RestClient, type KubeConfig } from "@rudder/operator";
+ * import { RestClient, type KubeConfig } from "@rudder/operator/kube";
  *
  * const env = new Environment({ crdDirectoryPaths: ["config/crd"] });
  * let config: KubeConfig;

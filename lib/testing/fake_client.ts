@@ -1895,7 +1895,8 @@ class MemoryClient implements Client {
  * @example Test a reconciler without a cluster
  * ```ts
  * import assert from "node:assert/strict";
- * import { ApiError, ConfigMap, isConflict } from "@rudder/operator";
+ * import { ConfigMap } from "@rudder/operator";
+ * import { ApiError, isConflict } from "@rudder/operator/client";
  * import { FakeClient } from "@rudder/operator/testing";
  *
  * let failed = false;

@@ -18,7 +18,7 @@ interface FakeTimer {
  *
  * @example
  * ```ts
- * import { FakeClock } from "@rudder/operator";
+ * import { FakeClock } from "@rudder/operator/testing";
  *
  * const clock = new FakeClock();
  * clock.setTimeout(() => console.log("fired at", clock.now()), 50);

@@ -14,7 +14,8 @@ export type TimerHandle = unknown;
  *
  * @example
  * ```ts
- * import { type Clock, realClock } from "@rudder/operator";
+ * import { realClock } from "./clock.ts";
+ * import { type Clock } from "@rudder/operator/testing";
  *
  * function elapsedSince(clock: Clock, start: number): number {
  *   return clock.now() - start;
@@ -55,7 +56,7 @@ class LongTimer {
  *
  * @example
  * ```ts
- * import { realClock } from "@rudder/operator";
+ * import { realClock } from "./clock.ts";
  *
  * const start = realClock.now();
  * realClock.setTimeout(() => console.log(`after ${realClock.now() - start} ms`), 10);

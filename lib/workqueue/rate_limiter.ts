@@ -13,7 +13,7 @@ import { type Clock, realClock } from "../util/clock.ts";
  *
  * @example
  * ```ts
- * import { itemExponentialFailure, type RateLimiter } from "@rudder/operator";
+ * import { itemExponentialFailure, type RateLimiter } from "@rudder/operator/workqueue";
  *
  * const limiter: RateLimiter<string> = itemExponentialFailure(5, 1_000);
  * console.log(limiter.when("a"), limiter.when("a"), limiter.numRequeues("a")); // 5 10 2
@@ -36,7 +36,7 @@ export interface RateLimiter<K> {
  *
  * @example
  * ```ts
- * import { defaultKeyOf } from "@rudder/operator";
+ * import { defaultKeyOf } from "./rate_limiter.ts";
  *
  * console.log(defaultKeyOf({ namespace: "ns", name: "a" }) === defaultKeyOf({ name: "a", namespace: "ns" })); // true
  * console.log(defaultKeyOf("web")); // "web" (quoted)
@@ -64,7 +64,7 @@ function sortKeys(_key: string, value: unknown): unknown {
  *
  * @example
  * ```ts
- * import { itemExponentialFailure } from "@rudder/operator";
+ * import { itemExponentialFailure } from "@rudder/operator/workqueue";
  *
  * const limiter = itemExponentialFailure<string>(5, 30);
  * console.log([1, 2, 3, 4, 5].map(() => limiter.when("x"))); // [5, 10, 20, 30, 30]
@@ -106,7 +106,8 @@ export function itemExponentialFailure<K>(
  *
  * @example
  * ```ts
- * import { bucket, FakeClock } from "@rudder/operator";
+ * import { FakeClock } from "@rudder/operator/testing";
+ * import { bucket } from "@rudder/operator/workqueue";
  *
  * const limiter = bucket<string>(10, 2, new FakeClock()); // time stands still
  * console.log(limiter.when("a"), limiter.when("b"), limiter.when("c")); // 0 0 100
@@ -141,7 +142,7 @@ export function bucket<K>(qps = 10, burst = 100, clock: Clock = realClock): Rate
  *
  * @example
  * ```ts
- * import { bucket, itemExponentialFailure, maxOf } from "@rudder/operator";
+ * import { bucket, itemExponentialFailure, maxOf } from "@rudder/operator/workqueue";
  *
  * const limiter = maxOf<string>(itemExponentialFailure(5, 1_000_000), bucket(10, 100));
  * console.log(limiter.when("a")); // 5
@@ -173,7 +174,7 @@ export function maxOf<K>(...limiters: RateLimiter<K>[]): RateLimiter<K> {
  *
  * @example
  * ```ts
- * import { itemFastSlow } from "@rudder/operator";
+ * import { itemFastSlow } from "@rudder/operator/workqueue";
  *
  * const limiter = itemFastSlow<string>(10, 1_000, 2);
  * console.log(limiter.when("a"), limiter.when("a"), limiter.when("a")); // 10 10 1000
@@ -207,7 +208,7 @@ export function itemFastSlow<K>(
  *
  * @example
  * ```ts
- * import { itemExponentialFailure, withMaxWait } from "@rudder/operator";
+ * import { itemExponentialFailure, withMaxWait } from "@rudder/operator/workqueue";
  *
  * const limiter = withMaxWait(itemExponentialFailure<string>(5, 1_000_000), 8);
  * console.log(limiter.when("a"), limiter.when("a")); // 5 8
@@ -233,7 +234,7 @@ export function withMaxWait<K>(limiter: RateLimiter<K>, maxMs: number): RateLimi
  *
  * @example
  * ```ts
- * import { defaultControllerRateLimiter } from "@rudder/operator";
+ * import { defaultControllerRateLimiter } from "@rudder/operator/workqueue";
  *
  * const limiter = defaultControllerRateLimiter<string>();
  * console.log(limiter.when("a"), limiter.when("a"), limiter.when("a")); // 5 10 20
@@ -251,7 +252,7 @@ export function defaultControllerRateLimiter<K>(): RateLimiter<K> {
  *
  * @example
  * ```ts
- * import { legacyControllerRateLimiter } from "@rudder/operator";
+ * import { legacyControllerRateLimiter } from "@rudder/operator/workqueue";
  *
  * const limiter = legacyControllerRateLimiter<string>();
  * console.log(limiter.when("a")); // 5

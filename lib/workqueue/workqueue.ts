@@ -26,7 +26,7 @@ import { defaultControllerRateLimiter, defaultKeyOf, type RateLimiter } from "./
  *
  * @example
  * ```ts
- * import { WorkQueue, type WorkQueueMetrics } from "@rudder/operator";
+ * import { WorkQueue, type WorkQueueMetrics } from "@rudder/operator/workqueue";
  *
  * let adds = 0;
  * const metrics: WorkQueueMetrics = { adds: () => adds++, depth: (n) => console.log("depth", n) };
@@ -53,7 +53,7 @@ export interface WorkQueueMetrics {
  *
  * @example
  * ```ts
- * import { itemExponentialFailure, WorkQueue, type WorkQueueOptions } from "@rudder/operator";
+ * import { itemExponentialFailure, WorkQueue, type WorkQueueOptions } from "@rudder/operator/workqueue";
  *
  * type Request = { namespace: string; name: string };
  * const options: WorkQueueOptions<Request> = {
@@ -85,7 +85,7 @@ export interface WorkQueueOptions<K> {
  *
  * @example
  * ```ts
- * import { LOW_PRIORITY, WorkQueue } from "@rudder/operator";
+ * import { LOW_PRIORITY, WorkQueue } from "@rudder/operator/workqueue";
  *
  * const queue = new WorkQueue<string>();
  * queue.add("from-resync", { priority: LOW_PRIORITY });
@@ -103,7 +103,7 @@ export interface AddOptions {
  *
  * @example
  * ```ts
- * import { LOW_PRIORITY, WorkQueue } from "@rudder/operator";
+ * import { LOW_PRIORITY, WorkQueue } from "@rudder/operator/workqueue";
  *
  * const queue = new WorkQueue<string>();
  * queue.add("default/web", { priority: LOW_PRIORITY });
@@ -117,7 +117,7 @@ export const LOW_PRIORITY: number = -100;
  *
  * @example
  * ```ts
- * import { type GetResult, WorkQueue } from "@rudder/operator";
+ * import { type GetResult, WorkQueue } from "@rudder/operator/workqueue";
  *
  * const queue = new WorkQueue<string>();
  * queue.add("a");
@@ -250,7 +250,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  *
  * @example
  * ```ts
- * import { WorkQueue } from "@rudder/operator";
+ * import { WorkQueue } from "@rudder/operator/workqueue";
  *
  * type Request = { namespace: string; name: string };
  * const queue = new WorkQueue<Request>({ name: "example" });

@@ -3,32 +3,29 @@
 // FakeClient (tests/unit). The fake is trusted exactly where both pass.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { isNoKindMatch } from "../../lib/api/discovery.ts";
+import { type KubeObject, resourceType } from "../../lib/api/resource.ts";
+import { type Client } from "../../lib/client/client.ts";
+import { type ApplyOptions, type LabelSelectorInput } from "../../lib/client/options.ts";
+import { jsonPatch, mergeFrom, rawPatch, strategicMergeFrom } from "../../lib/client/patch.ts";
 import {
   ApiError,
-  type ApplyOptions,
-  type autoscalingv1,
-  type Client,
-  ConfigMap,
-  CustomResourceDefinition,
-  Deployment,
   ignoreAlreadyExists,
   ignoreNotFound,
   isAlreadyExists,
   isConflict,
   isInvalid,
-  isNoKindMatch,
   isNotFound,
-  jsonPatch,
-  type KubeObject,
-  type LabelSelectorInput,
-  mergeFrom,
+} from "../../lib/kube/errors.ts";
+import {
+  type autoscalingv1,
+  ConfigMap,
+  CustomResourceDefinition,
+  Deployment,
   Pod,
-  rawPatch,
-  resourceType,
   Secret,
-  type StatusDetails,
-  strategicMergeFrom,
-} from "../../mod.ts";
+} from "../../lib/api/mod.ts";
+import type { StatusDetails } from "../../lib/client/mod.ts";
 
 /** What a contract run needs: a client, a fresh namespace, and how to clean up. */
 export interface ContractSetup {

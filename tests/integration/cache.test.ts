@@ -4,7 +4,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { ConfigMap, Pod, Secret } from "../../lib/api/builtins.ts";
 import { type Cache, newCache } from "../../lib/cache/cache.ts";
-import { newCachedClient } from "../../lib/client/cached_client.ts";
+import { newCachedClient } from "../../lib/cache/cached_client.ts";
 import { type Client, newClient } from "../../lib/client/client.ts";
 import { isNotFound } from "../../lib/kube/errors.ts";
 import type { KubeConfig } from "../../lib/kube/config.ts";

@@ -1,7 +1,8 @@
 // The client contract against the real client on a real kube-apiserver: the reference the
 // FakeClient is held to.
 import { after, before } from "node:test";
-import { type Client, Namespace, newClient } from "../../mod.ts";
+import { type Client, newClient } from "../../lib/client/client.ts";
+import { Namespace } from "../../lib/api/mod.ts";
 import { Environment } from "../../lib/testing/envtest.ts";
 import { clientContract } from "../contract/client_contract.ts";
 

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { ConfigMap } from "../../lib/api/builtins.ts";
 import { type KubeObject, resourceType } from "../../lib/api/resource.ts";
 import { type Cache, newCache } from "../../lib/cache/cache.ts";
-import { type CachedClient, newCachedClient } from "../../lib/client/cached_client.ts";
+import { type CachedClient, newCachedClient } from "../../lib/cache/cached_client.ts";
 import { type Client, newClient } from "../../lib/client/client.ts";
 import { type ControllerHost, newControllerManagedBy } from "../../lib/controller/builder.ts";
 import { FakeClock } from "../../lib/testing/fake_clock.ts";

@@ -9,7 +9,7 @@ import type { Request } from "../../lib/reconcile/reconcile.ts";
 import type { KubeConfig } from "../../lib/kube/config.ts";
 import { LeaderElectionLostError } from "../../lib/leaderelection/leader_election.ts";
 import { Manager, type ManagerOptions } from "../../lib/manager/manager.ts";
-import { Registry } from "../../lib/metrics/mod.ts";
+import { Registry } from "../../lib/metrics/registry.ts";
 import { Environment } from "../../lib/testing/envtest.ts";
 import { eventually } from "../support/eventually.ts";
 

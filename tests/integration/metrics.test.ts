@@ -13,7 +13,9 @@ import {
 import { type Client, newClient } from "../../lib/client/client.ts";
 import type { KubeConfig } from "../../lib/kube/config.ts";
 import { RestClient } from "../../lib/kube/rest.ts";
-import { metricsApp, Registry, restClientMetrics } from "../../lib/metrics/mod.ts";
+import { Registry } from "../../lib/metrics/registry.ts";
+import { restClientMetrics } from "../../lib/metrics/rest_client.ts";
+import { metricsApp } from "../../lib/metrics/server.ts";
 import { Environment } from "../../lib/testing/envtest.ts";
 import { eventually } from "../support/eventually.ts";
 

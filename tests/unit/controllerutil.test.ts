@@ -6,7 +6,7 @@ import { ConfigMap, Deployment } from "../../lib/api/builtins.ts";
 import type { OwnerReference } from "../../lib/api/generated/meta_v1.ts";
 import { type KubeObject, resourceType } from "../../lib/api/resource.ts";
 import { deepFreeze } from "../../lib/api/readonly.ts";
-import type { CachedClient } from "../../lib/client/cached_client.ts";
+import type { CachedClient } from "../../lib/cache/cached_client.ts";
 import type { Client } from "../../lib/client/client.ts";
 import type { Patch } from "../../lib/client/patch.ts";
 import { ApiError, isForbidden } from "../../lib/kube/errors.ts";

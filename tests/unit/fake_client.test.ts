@@ -3,22 +3,13 @@
 // isolation of the objects it hands out, its clock.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import {
-  ApiError,
-  type Client,
-  ConfigMap,
-  Deployment,
-  isConflict,
-  isNoKindMatch,
-  isNotFound,
-  type KubeObject,
-  mergeFrom,
-  Namespace,
-  namespacedClient,
-  NoKindMatchError,
-  resourceType,
-  withFieldOwner,
-} from "../../mod.ts";
+import { isNoKindMatch, NoKindMatchError } from "../../lib/api/discovery.ts";
+import { type KubeObject, resourceType } from "../../lib/api/resource.ts";
+import { type Client } from "../../lib/client/client.ts";
+import { mergeFrom } from "../../lib/client/patch.ts";
+import { namespacedClient, withFieldOwner } from "../../lib/client/wrappers.ts";
+import { ApiError, isConflict, isNotFound } from "../../lib/kube/errors.ts";
+import { ConfigMap, Deployment, Namespace } from "../../lib/api/mod.ts";
 import { FakeClient } from "../../lib/testing/fake_client.ts";
 import { clientContract } from "../contract/client_contract.ts";
 

@@ -17,22 +17,20 @@ import { RestClient } from "../../lib/kube/rest.ts";
 import type { Transport } from "../../lib/kube/transport.ts";
 import { formatNumber } from "../../lib/metrics/exposition.ts";
 import { DecisionCache } from "../../lib/metrics/filters.ts";
+import { controllerMetrics, RECONCILE_TIME_BUCKETS } from "../../lib/metrics/controller.ts";
+import { TEXT_CONTENT_TYPE } from "../../lib/metrics/exposition.ts";
+import { leaderElectionMetrics } from "../../lib/metrics/leader_election.ts";
 import {
-  controllerMetrics,
   Counter,
   exponentialBuckets,
   Gauge,
   Histogram,
-  leaderElectionMetrics,
   linearBuckets,
-  metricsApp,
-  RECONCILE_TIME_BUCKETS,
-  registerProcessMetrics,
-  Registry,
-  registry as globalRegistry,
-  restClientMetrics,
-  TEXT_CONTENT_TYPE,
-} from "../../lib/metrics/mod.ts";
+} from "../../lib/metrics/metric.ts";
+import { registerProcessMetrics } from "../../lib/metrics/process.ts";
+import { Registry, registry as globalRegistry } from "../../lib/metrics/registry.ts";
+import { restClientMetrics } from "../../lib/metrics/rest_client.ts";
+import { metricsApp } from "../../lib/metrics/server.ts";
 import { eventually } from "../support/eventually.ts";
 
 // ---------------------------------------------------------------------------------------------

@@ -7,10 +7,10 @@
 
 import {
   addFinalizer,
+  clone,
   containsFinalizer,
   createOrUpdate,
   Deployment,
-  type EventRecorder,
   ignoreNotFound,
   type Manager,
   mergeFrom,
@@ -23,7 +23,8 @@ import {
   setControllerReference,
   setStatusCondition,
 } from "../../../mod.ts";
-import type { appsv1, corev1 } from "../../../mod.ts";
+import type { appsv1, corev1 } from "../../../lib/api/mod.ts";
+import type { EventRecorder } from "../../../lib/events/mod.ts";
 import { Example } from "../api/example.ts";
 
 type DeploymentSpec = appsv1.DeploymentSpec;
@@ -58,16 +59,16 @@ export class ExampleReconciler implements Reconciler {
       // an event, then the finalizer is removed and the Example disappears.
       ctx.log.info("Cleaning up Example {name}", { name: req.name });
       this.#recorder.event(instance, "Normal", "CleanedUp", "Delete", "finalizer ran");
-      const done = structuredClone(instance) as Example;
+      const done = clone(instance);
       removeFinalizer(done, FINALIZER);
-      await client.patch(done, mergeFrom(instance as Example));
+      await client.patch(done, mergeFrom(instance));
       return {};
     }
 
     if (!containsFinalizer(instance, FINALIZER)) {
-      const withFinalizer = structuredClone(instance) as Example;
+      const withFinalizer = clone(instance);
       addFinalizer(withFinalizer, FINALIZER);
-      await client.patch(withFinalizer, mergeFrom(instance as Example));
+      await client.patch(withFinalizer, mergeFrom(instance));
       // The patch's own event brings the Example back with its finalizer.
       return {};
     }
@@ -106,7 +107,7 @@ export class ExampleReconciler implements Reconciler {
       this.#recorder.event(instance, "Normal", "Deployed", "Reconcile", `Deployment ${result}`);
     }
 
-    const updated = structuredClone(instance) as Example;
+    const updated = clone(instance);
     const status = (updated.status ??= {});
     status.phase = "Running";
     status.observedGeneration = instance.metadata?.generation;
@@ -119,7 +120,7 @@ export class ExampleReconciler implements Reconciler {
       observedGeneration: instance.metadata?.generation,
     });
     if (JSON.stringify(updated.status) !== JSON.stringify(instance.status)) {
-      await client.status().patch(updated, mergeFrom(instance as Example));
+      await client.status().patch(updated, mergeFrom(instance));
       ctx.log.info("Example {name} is {phase}", { name: req.name, phase: status.phase });
     }
     return { requeueAfter: RESYNC_MS };

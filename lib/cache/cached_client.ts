@@ -24,7 +24,7 @@
 
 import type { GroupVersionKind, KubeObject, ResourceType, Unstructured } from "../api/resource.ts";
 import { gvkKey, isResourceType } from "../api/resource.ts";
-import type { Cache } from "../cache/cache.ts";
+import type { Cache } from "./cache.ts";
 import type { DeepReadonly } from "../api/readonly.ts";
 import type {
   Client,
@@ -33,7 +33,7 @@ import type {
   ObjectList,
   ResourceRef,
   SubResourceClient,
-} from "./client.ts";
+} from "../client/client.ts";
 import type {
   ApplyOptions,
   CreateOptions,
@@ -43,8 +43,8 @@ import type {
   ListOptions,
   PatchOptions,
   UpdateOptions,
-} from "./options.ts";
-import type { Patch } from "./patch.ts";
+} from "../client/options.ts";
+import type { Patch } from "../client/patch.ts";
 
 /** Reads that return the cache's frozen objects. */
 export interface CachedReader {
@@ -237,7 +237,9 @@ class CacheBackedClient implements CachedClient {
  *
  * @example
  * ```ts
- * import { ConfigMap, loadConfig, newCache, newCachedClient, newClient } from "@rudder/operator";
+ * import { ConfigMap, loadConfig, newClient } from "@rudder/operator";
+ * import { newCache } from "@rudder/operator/cache";
+ * import { newCachedClient } from "@rudder/operator/client";
  *
  * const config = await loadConfig();
  * const cache = newCache(config);
