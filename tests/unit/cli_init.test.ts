@@ -19,7 +19,7 @@ import { fileURLToPath } from "node:url";
 import { DEPENDENCY_VERSIONS } from "../../cli/init.ts";
 import { main } from "../../cli/main.ts";
 import { loadProject } from "../../cli/project.ts";
-import { scaffold, type ScaffoldOptions } from "../../cli/templates.ts";
+import { scaffold, type ScaffoldOptions, SUBPATH_FILES } from "../../cli/templates.ts";
 import { VERSION } from "../../lib/version.ts";
 
 const checkout = fileURLToPath(new URL("../../", import.meta.url)).replace(/\/$/, "");
@@ -84,14 +84,14 @@ describe("the scaffold", () => {
     assert.deepEqual([...published.keys()].sort(), [".npmrc", ...expected].sort());
   });
 
-  it("declares the kind with defineResource and zod from @rudder/operator/zod", () => {
+  it("declares the kind with defineResource and zod", () => {
     const api = file(local, "api/memcached.ts");
     assert.match(api, /export const Memcached = defineResource\(\{/);
     assert.match(
       api,
       /group: "cache\.example\.com",\n {2}version: "v1alpha1",\n {2}kind: "Memcached"/,
     );
-    assert.match(api, /import \{ z \} from "@rudder\/operator\/zod";/);
+    assert.match(api, /import \{ z \} from "zod";/);
   });
 
   it("exports setup(mgr) from main.ts, which rudder manifests calls", () => {
@@ -120,7 +120,7 @@ describe("the scaffold", () => {
         for (const specifier of importsOf(content)) {
           assert.match(
             specifier,
-            /^(@rudder\/operator(\/testing|\/zod)?|node:[a-z/_]+|\.\.?\/.+\.ts)$/,
+            /^(@rudder\/operator(\/[a-z]+)?|zod|node:[a-z/_]+|\.\.?\/.+\.ts)$/,
             `${path} imports ${specifier}`,
           );
         }
@@ -160,8 +160,12 @@ describe("the scaffold with --local", () => {
     const deno = JSON.parse(file(local, "deno.json"));
     assert.deepEqual(deno.imports, {
       "@rudder/operator": `${checkout}/mod.ts`,
-      "@rudder/operator/testing": `${checkout}/lib/testing/mod.ts`,
-      "@rudder/operator/zod": `${checkout}/lib/api/zod.ts`,
+      ...Object.fromEntries(
+        Object.entries(SUBPATH_FILES).map((
+          [sub, f],
+        ) => [`@rudder/operator/${sub}`, `${checkout}/${f}`]),
+      ),
+      zod: `${checkout}/lib/api/zod.ts`,
     });
     assert.equal(deno.nodeModulesDir, "manual");
     assert.equal(deno.tasks.rudder, `deno run -A ${checkout}/cli/main.ts`);
@@ -173,8 +177,12 @@ describe("the scaffold with --local", () => {
     assert.equal(tsconfig.compilerOptions.strict, true);
     assert.deepEqual(tsconfig.compilerOptions.paths, {
       "@rudder/operator": [`${checkout}/mod.ts`],
-      "@rudder/operator/testing": [`${checkout}/lib/testing/mod.ts`],
-      "@rudder/operator/zod": [`${checkout}/lib/api/zod.ts`],
+      ...Object.fromEntries(
+        Object.entries(SUBPATH_FILES).map((
+          [sub, f],
+        ) => [`@rudder/operator/${sub}`, [`${checkout}/${f}`]]),
+      ),
+      zod: [`${checkout}/lib/api/zod.ts`],
     });
   });
 
