@@ -40,6 +40,45 @@ function step(name: string, args: string[]): void {
   }
 }
 
+/**
+ * The files a publish dry run lists, from its output; throws when the output has a warning or
+ * an error, or lists no file.
+ */
+export function publishedFiles(output: string): string[] {
+  // deno prints ANSI colours even when piped unless NO_COLOR is set; strip them to be sure.
+  // deno-lint-ignore no-control-regex
+  const plain = output.replace(/\x1b\[[0-9;]*m/g, "");
+  const problems = plain.split("\n").filter((line) => /^(warning|error)(\[|:)/.test(line));
+  if (problems.length > 0) throw new Error(`the publish dry run reports:\n${problems.join("\n")}`);
+  const files = [...plain.matchAll(/^\s+(?:file:\/\/\S*?\/)?(\S+)\s+\(/gm)].map((m) => m[1]);
+  if (files.length === 0) throw new Error("the publish dry run listed no files");
+  return files;
+}
+
+/** Only sources, README, LICENSE and the package's own config are published. */
+const PUBLISHED = /^(mod\.ts|deno\.json|README\.md|LICENSE|lib\/.+\.(ts|mod|sum)|cli\/.+\.ts)$/;
+
+function publishDryRun(): void {
+  const args = ["publish", "--dry-run", "--allow-dirty", "--set-version", "0.1.0"];
+  process.stderr.write(`\ncheck: publish: deno ${args.join(" ")}\n`);
+  const result = spawnSync(Deno.execPath(), args, {
+    cwd: ROOT,
+    encoding: "utf8",
+    env: { ...process.env, NO_COLOR: "1" },
+  });
+  const output = `${result.stdout}${result.stderr}`;
+  try {
+    if (result.status !== 0) throw new Error(`deno publish exited with ${result.status}`);
+    const files = publishedFiles(output);
+    const stray = files.filter((file) => !PUBLISHED.test(file));
+    if (stray.length > 0) throw new Error(`files that must not be published: ${stray.join(", ")}`);
+    process.stderr.write(`check: publish: ${files.length} files, no warning\n`);
+  } catch (err) {
+    process.stderr.write(`${output}\ncheck: publish failed: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
+}
+
 if (import.meta.main) {
   const exported = exportedFiles();
   step("format", ["fmt", "--check"]);
@@ -47,6 +86,6 @@ if (import.meta.main) {
   step("types", ["check", ...CHECKED]);
   step("doc examples", ["check", "--doc-only", ...exported, "lib/"]);
   step("doc lint", ["doc", "--lint", ...exported]);
-  step("publish", ["publish", "--dry-run", "--allow-dirty", "--set-version", "0.1.0"]);
+  publishDryRun();
   process.stderr.write("\ncheck: all passed\n");
 }

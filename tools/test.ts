@@ -1,6 +1,6 @@
 /**
- * `deno task test`: sets up (npm packages, Bun, control-plane binaries), runs the whole suite
- * under Deno (with coverage) and under Bun, prints the line coverage, and ends with one line
+ * `deno task test`: sets up (npm packages, Bun, control-plane binaries), runs `deno task check`
+ * (when the whole suite runs), then the whole suite under Deno (with coverage) and under Bun, prints the line coverage, and ends with one line
  * `N passed, M failed` summing both runtimes. Exits non-zero when anything failed.
  *
  * Usage: deno run -A tools/test.ts [--deno-only | --bun-only] [test paths…]
@@ -135,6 +135,12 @@ function main(): number {
     );
   };
 
+  // A whole run (no paths, both runtimes) starts with `deno task check`: formatting, lint, types,
+  // doc examples, doc lint and the publish dry run, counted as one more test.
+  if (paths.length === 0 && !denoOnly && !bunOnly) {
+    const code = run(deno, ["run", "-A", join(ROOT, "tools", "check.ts")], env);
+    add("check", { passed: code === 0 ? 1 : 0, failed: code === 0 ? 0 : 1, skipped: 0 });
+  }
   if (!bunOnly) {
     const report = join(RESULTS, "deno.xml");
     const code = run(deno, [

@@ -171,9 +171,118 @@ function notFound(type: ResourceType<KubeObject>, name: string): ApiError {
 }
 
 /**
- * Reads served from informers. Create it with {@linkcode newCache}.
+ * Reads served from informers, as controller-runtime's `cache.Cache`: objects come from memory,
+ * deep-frozen and never copied. Create one with {@linkcode newCache}; a manager owns one.
+ *
+ * @example
+ * ```ts
+ * import { ConfigMap } from "@rudder/operator";
+ * import type { Cache } from "@rudder/operator/cache";
+ *
+ * declare const cache: Cache;
+ * const cm = await cache.get(ConfigMap, { namespace: "default", name: "settings" });
+ * console.log(Object.isFrozen(cm)); // true
+ * ```
  */
-export class Cache {
+export interface Cache {
+  /**
+   * Starts every informer made so far, and every one made later, until `signal` aborts;
+   * resolves when all of them have stopped. Reads before `start` fail with a
+   * {@linkcode CacheNotStartedError}.
+   */
+  start(signal: AbortSignal): Promise<void>;
+  /**
+   * Resolves true once every informer made so far has listed; false when `signal` aborts
+   * first or the cache stops.
+   */
+  waitForCacheSync(signal?: AbortSignal): Promise<boolean>;
+  /** The kinds and namespaces whose informers have not listed yet, for error messages. */
+  unsynced(): string[];
+  /** The health of every informer, for readiness checks. */
+  health(): InformerHealth[];
+  /**
+   * The informers of a kind, created (and started, when the cache runs) on first use.
+   *
+   * @example
+   * ```ts
+   * import { ConfigMap } from "@rudder/operator";
+   * import type { Cache } from "@rudder/operator/cache";
+   *
+   * declare const cache: Cache;
+   * const informer = await cache.getInformer(ConfigMap);
+   * informer.addEventHandler({ onUpdate: (_old, cm) => console.log("changed", cm.metadata?.name) });
+   * ```
+   */
+  getInformer<T extends KubeObject>(
+    type: ResourceType<T>,
+    options?: GetInformerOptions,
+  ): Promise<SharedInformer<T>>;
+  /** The informers of a kind resolved by discovery. */
+  getInformer(
+    type: GroupVersionKind,
+    options?: GetInformerOptions,
+  ): Promise<SharedInformer<Unstructured>>;
+  /**
+   * Adds an index on a field for every informer of `type`, so `list` can select by it with a
+   * field selector, like controller-runtime's `IndexField`. `extract` returns the values of the
+   * field for an object.
+   *
+   * @example
+   * ```ts
+   * import { Pod } from "@rudder/operator";
+   * import type { Cache } from "@rudder/operator/cache";
+   *
+   * declare const cache: Cache;
+   * cache.indexField(Pod, "spec.nodeName", (pod) => pod.spec?.nodeName ? [pod.spec.nodeName] : []);
+   * const onNode = await cache.list(Pod, { fieldSelector: { "spec.nodeName": "node-1" } });
+   * console.log(onNode.items.length);
+   * ```
+   */
+  indexField<T extends KubeObject>(
+    type: ResourceType<T>,
+    field: string,
+    extract: (obj: DeepReadonly<T>) => string[],
+  ): void;
+  /**
+   * Reads one object from memory: the frozen stored object itself, never a copy. Clone it
+   * before changing it. Rejects with a NotFound {@linkcode ApiError} when it is not cached.
+   */
+  get<T extends KubeObject>(
+    type: ResourceType<T>,
+    key: ObjectKey,
+    options?: CacheGetOptions,
+  ): Promise<DeepReadonly<T>>;
+  /** Reads one object of a kind resolved by discovery. */
+  get(
+    type: GroupVersionKind,
+    key: ObjectKey,
+    options?: CacheGetOptions,
+  ): Promise<DeepReadonly<Unstructured>>;
+  /**
+   * Lists objects from memory, frozen and uncopied. Label selectors are evaluated here; field
+   * selectors work on `metadata.name`, `metadata.namespace` and indexed fields.
+   */
+  list<T extends KubeObject>(
+    type: ResourceType<T>,
+    options?: CacheListOptions,
+  ): Promise<ObjectList<DeepReadonly<T>>>;
+  /** Lists objects of a kind resolved by discovery. */
+  list(
+    type: GroupVersionKind,
+    options?: CacheListOptions,
+  ): Promise<ObjectList<DeepReadonly<Unstructured>>>;
+  /**
+   * Read your own writes: makes an object this process just wrote (as the API server returned
+   * it) visible to `get` and `list` until the watch delivers that version or a newer one. An
+   * object that the cache's selectors for its namespace do not cover is not added; if it was
+   * cached, it reads as gone. Objects whose resourceVersion is not a number are ignored (the API
+   * server's always are).
+   */
+  observeWrite(obj: KubeObject): void;
+}
+
+/** The cache of {@linkcode newCache}: informers per kind and scope, created on first use. */
+class InformerCache implements Cache {
   readonly #rest: RestClient;
   readonly #mapper: RESTMapper;
   readonly #options: CacheOptions;
@@ -181,17 +290,12 @@ export class Cache {
   #signal: AbortSignal | undefined;
   #runs: Promise<void>[] = [];
 
-  /** Use {@linkcode newCache}. */
   constructor(rest: RestClient, mapper: RESTMapper, options: CacheOptions) {
     this.#rest = rest;
     this.#mapper = mapper;
     this.#options = options;
   }
 
-  /**
-   * Starts every informer made so far, and every one made later, until `signal` aborts;
-   * resolves when all of them have stopped. Reads before `start` fail.
-   */
   async start(signal: AbortSignal): Promise<void> {
     if (this.#signal) throw new Error("the cache is already started");
     this.#signal = signal;
@@ -210,10 +314,6 @@ export class Cache {
     this.#runs.push(informer.run(this.#signal!));
   }
 
-  /**
-   * Resolves true once every informer made so far has listed; false when `signal` aborts
-   * first or the cache stops.
-   */
   async waitForCacheSync(signal?: AbortSignal): Promise<boolean> {
     const signals = [signal, this.#signal].filter((s): s is AbortSignal => s !== undefined);
     const stop = signals.length > 0 ? AbortSignal.any(signals) : undefined;
@@ -227,7 +327,6 @@ export class Cache {
     }
   }
 
-  /** The kinds and namespaces whose informers have not listed yet, for error messages. */
   unsynced(): string[] {
     const names: string[] = [];
     for (const entry of this.#kinds.values()) {
@@ -238,7 +337,6 @@ export class Cache {
     return names;
   }
 
-  /** The health of every informer, for readiness checks. */
   health(): InformerHealth[] {
     return [...this.#kinds.values()].flatMap((entry) =>
       [...entry.informers.values()].map((informer) => informer.health())
@@ -338,24 +436,10 @@ export class Cache {
     return entry;
   }
 
-  /**
-   * The informers of a kind, created (and started, when the cache runs) on first use.
-   *
-   * @example
-   * ```ts
-   * import { ConfigMap } from "@rudder/operator";
-   * import { type Cache } from "@rudder/operator/cache";
-   *
-   * declare const cache: Cache;
-   * const informer = await cache.getInformer(ConfigMap);
-   * informer.addEventHandler({ onUpdate: (old, cm) => console.log("changed", cm.metadata?.name) });
-   * ```
-   */
   getInformer<T extends KubeObject>(
     type: ResourceType<T>,
     options?: GetInformerOptions,
   ): Promise<SharedInformer<T>>;
-  /** The informers of a kind resolved by discovery. */
   getInformer(
     type: GroupVersionKind,
     options?: GetInformerOptions,
@@ -368,21 +452,6 @@ export class Cache {
     return this.#entry(type, true, options.metadataOnly ?? false)!.shared;
   }
 
-  /**
-   * Adds an index on a field for every informer of `type`, so `list` can select by it with a
-   * field selector, like controller-runtime's `IndexField`. `extract` returns the values of the
-   * field for an object.
-   *
-   * @example
-   * ```ts
-   * import { Pod } from "@rudder/operator";
-   * import { type Cache } from "@rudder/operator/cache";
-   *
-   * declare const cache: Cache;
-   * cache.indexField(Pod, "spec.nodeName", (pod) => pod.spec?.nodeName ? [pod.spec.nodeName] : []);
-   * const onNode = await cache.list(Pod, { fieldSelector: { "spec.nodeName": "node-1" } });
-   * ```
-   */
   indexField<T extends KubeObject>(
     type: ResourceType<T>,
     field: string,
@@ -429,16 +498,11 @@ export class Cache {
     return informer;
   }
 
-  /**
-   * Reads one object from memory: the frozen stored object itself, never a copy. Clone it
-   * before changing it. Rejects with a NotFound {@linkcode ApiError} when it is not cached.
-   */
   get<T extends KubeObject>(
     type: ResourceType<T>,
     key: ObjectKey,
     options?: CacheGetOptions,
   ): Promise<DeepReadonly<T>>;
-  /** Reads one object of a kind resolved by discovery. */
   get(
     type: GroupVersionKind,
     key: ObjectKey,
@@ -472,15 +536,10 @@ export class Cache {
     return stored;
   }
 
-  /**
-   * Lists objects from memory, frozen and uncopied. Label selectors are evaluated here; field
-   * selectors work on `metadata.name`, `metadata.namespace` and indexed fields.
-   */
   list<T extends KubeObject>(
     type: ResourceType<T>,
     options?: CacheListOptions,
   ): Promise<ObjectList<DeepReadonly<T>>>;
-  /** Lists objects of a kind resolved by discovery. */
   list(
     type: GroupVersionKind,
     options?: CacheListOptions,
@@ -545,13 +604,6 @@ export class Cache {
     return [...byKey.values()];
   }
 
-  /**
-   * Read your own writes: makes an object this process just wrote (as the API server returned
-   * it) visible to `get` and `list` until the watch delivers that version or a newer one. An
-   * object that the cache's selectors for its namespace do not cover is not added; if it was
-   * cached, it reads as gone. Objects whose resourceVersion is not a number are ignored (the API
-   * server's always are).
-   */
   observeWrite(obj: KubeObject): void {
     const rv = resourceVersionNumber(obj);
     const entry = this.#kinds.get(gvkKey(obj));
@@ -620,5 +672,5 @@ export type NewCacheOptions = CacheOptions & RestClientOptions;
  */
 export function newCache(config: KubeConfig, options: NewCacheOptions = {}): Cache {
   const rest = options.rest ?? new RestClient(config, options);
-  return new Cache(rest, options.mapper ?? new RESTMapper(rest), options);
+  return new InformerCache(rest, options.mapper ?? new RESTMapper(rest), options);
 }

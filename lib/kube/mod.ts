@@ -8,7 +8,7 @@
  *
  * @example Watch ConfigMaps with the REST client
  * ```ts
- * import { loadConfig } from "@rudder/operator";
+ * import { type ConfigMap, loadConfig } from "@rudder/operator";
  * import { RestClient } from "@rudder/operator/kube";
  *
  * const rest = new RestClient(await loadConfig());

@@ -226,8 +226,7 @@ function sample(name: string, names: readonly string[], values: readonly string[
  *
  * @example
  * ```ts
- * import { type ScalarMetric } from "./metric.ts";
- * import { Gauge } from "@rudder/operator/metrics";
+ * import { Gauge, type ScalarMetric } from "@rudder/operator/metrics";
  *
  * const metric: ScalarMetric = new Gauge({ name: "example_items", help: "Items." });
  * console.log(metric.get()); // 0

@@ -33,5 +33,6 @@ export {
   type MetricLabels,
   type MetricOptions,
   type MetricType,
+  ScalarMetric,
 } from "./metric.ts";
 export { Registry, registry } from "./registry.ts";

@@ -107,7 +107,6 @@ describe("public API", () => {
       "jsonClone",
       "sleep",
       "abortable",
-      "ScalarMetric",
       "installCRDs",
       "passesCreate",
     ];
