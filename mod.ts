@@ -419,7 +419,12 @@ export {
   type StoreOptions,
   stripManagedFields,
 } from "./lib/cache/store.ts";
-export { deepFreeze, type DeepReadonly } from "./lib/api/readonly.ts";
+export {
+  clone,
+  deepFreeze,
+  type DeepReadonly,
+  type DeepReadonlyValue,
+} from "./lib/api/readonly.ts";
 
 export {
   type FieldRequirement,
