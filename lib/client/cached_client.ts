@@ -189,7 +189,7 @@ class CacheBackedClient implements CachedClient {
   }
 
   async patch<T extends KubeObject>(
-    obj: T,
+    obj: T | DeepReadonly<T>,
     patch: Patch<NoInfer<T>>,
     options?: PatchOptions,
   ): Promise<T> {
@@ -200,7 +200,7 @@ class CacheBackedClient implements CachedClient {
     return this.#seen(await this.apiReader.apply(obj, options));
   }
 
-  async delete(obj: KubeObject, options?: DeleteOptions): Promise<void> {
+  async delete(obj: KubeObject | DeepReadonly<KubeObject>, options?: DeleteOptions): Promise<void> {
     await this.apiReader.delete(obj, options);
   }
 

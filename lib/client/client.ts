@@ -7,6 +7,7 @@
  */
 
 import type { ListMeta } from "../api/generated/meta_v1.ts";
+import type { DeepReadonly } from "../api/readonly.ts";
 import { RESTMapper } from "../api/discovery.ts";
 import {
   type GroupVersionKind,
@@ -90,12 +91,23 @@ export interface Writer {
   create<T extends KubeObject>(obj: T, options?: CreateOptions): Promise<T & KubeObject>;
   /** Replaces `obj`; rejects with Conflict when its resourceVersion is stale. */
   update<T extends KubeObject>(obj: T, options?: UpdateOptions): Promise<T>;
-  /** Patches `obj` with the body `patch` computes for it; the result has the type of `obj`. */
-  patch<T extends KubeObject>(obj: T, patch: Patch<NoInfer<T>>, options?: PatchOptions): Promise<T>;
+  /**
+   * Patches `obj` with the body `patch` computes for it. `obj` is only read (its kind,
+   * namespace and name, and as the patch's target), so it may be a frozen object the cache
+   * returned; the result is the object as stored, a mutable `T`.
+   */
+  patch<T extends KubeObject>(
+    obj: T | DeepReadonly<T>,
+    patch: Patch<NoInfer<T>>,
+    options?: PatchOptions,
+  ): Promise<T>;
   /** Server-side apply: `obj` holds the fields the field manager wants to own. */
   apply<T extends KubeObject>(obj: T, options: ApplyOptions): Promise<T>;
-  /** Deletes `obj` (only its kind, namespace and name matter). */
-  delete(obj: KubeObject, options?: DeleteOptions): Promise<void>;
+  /**
+   * Deletes `obj`. Only its kind, namespace and name are read, so a frozen object from the
+   * cache will do.
+   */
+  delete(obj: KubeObject | DeepReadonly<KubeObject>, options?: DeleteOptions): Promise<void>;
   /** Deletes every object of a kind that matches the selectors, in one namespace. */
   deleteAllOf(type: ResourceRef<KubeObject>, options?: DeleteAllOfOptions): Promise<void>;
 }
@@ -120,9 +132,12 @@ export interface SubResourceClient {
     obj: T,
     options?: UpdateOptions & SubResourceWriteOptions<B>,
   ): Promise<B>;
-  /** Patches the subresource with the body `patch` computes for `options.body ?? obj`. */
+  /**
+   * Patches the subresource with the body `patch` computes for `options.body ?? obj`. `obj`
+   * is only read, so it may be a frozen object the cache returned.
+   */
   patch<T extends KubeObject, B extends KubeObject = T>(
-    obj: T,
+    obj: T | DeepReadonly<T>,
     patch: Patch<B>,
     options?: PatchOptions & SubResourceWriteOptions<B>,
   ): Promise<B>;
@@ -341,7 +356,7 @@ class ApiClient implements Client {
   }
 
   async patch<T extends KubeObject>(
-    obj: T,
+    obj: T | DeepReadonly<T>,
     patch: Patch<T>,
     options: PatchOptions = {},
   ): Promise<T> {
@@ -391,7 +406,10 @@ class ApiClient implements Client {
     return this.#typed(type, result);
   }
 
-  async delete(obj: KubeObject, options: DeleteOptions = {}): Promise<void> {
+  async delete(
+    obj: KubeObject | DeepReadonly<KubeObject>,
+    options: DeleteOptions = {},
+  ): Promise<void> {
     const type = await this.#resolve(obj, options.signal);
     await this.#rest.request({
       method: "DELETE",
@@ -452,12 +470,13 @@ class ApiClient implements Client {
       return await this.#write<B>("PUT", obj, name, body ?? obj, "application/json", rest);
     };
     const patch = <T extends KubeObject, B extends KubeObject = T>(
-      obj: T,
+      obj: T | DeepReadonly<T>,
       patch: Patch<B>,
       options: PatchOptions & SubResourceWriteOptions<B> = {},
     ): Promise<B> => {
       const { body, ...rest } = options;
-      const data = patch.data((body ?? obj) as unknown as B);
+      // Without a body, the object is the patch's target: a B, as the default B = T says.
+      const data = patch.data(body ?? (obj as unknown as DeepReadonly<B>));
       return this.#write<B>("PATCH", obj, name, data, patch.type, rest);
     };
     const apply = <T extends KubeObject>(obj: T, options: ApplyOptions): Promise<T> =>

@@ -58,6 +58,7 @@ import {
 import { applyStrategicMergePatch, schemaForKind } from "../client/strategic_merge.ts";
 import { ApiError, type StatusCause, type StatusDetails } from "../kube/errors.ts";
 import { isJsonObject, jsonClone, jsonEqual, type JsonObject } from "../util/json.ts";
+import type { DeepReadonly } from "../api/readonly.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -1337,7 +1338,7 @@ class MemoryClient implements Client {
   }
 
   async patch<T extends KubeObject>(
-    obj: T,
+    obj: T | DeepReadonly<T>,
     patch: Patch<T>,
     options: PatchOptions = {},
   ): Promise<T> {
@@ -1598,7 +1599,10 @@ class MemoryClient implements Client {
     );
   }
 
-  async delete(obj: KubeObject, options: DeleteOptions = {}): Promise<void> {
+  async delete(
+    obj: KubeObject | DeepReadonly<KubeObject>,
+    options: DeleteOptions = {},
+  ): Promise<void> {
     const type = await this.#resolve(obj);
     const { name, key, where } = this.#locate(type, obj, "DELETE");
     this.#delete(type, key, name, options, where);
@@ -1685,12 +1689,13 @@ class MemoryClient implements Client {
         options: UpdateOptions & SubResourceWriteOptions<B> = {},
       ) => this.#subUpdate(name, obj, options) as Promise<B>,
       patch: <T extends KubeObject, B extends KubeObject = T>(
-        obj: T,
+        obj: T | DeepReadonly<T>,
         patch: Patch<B>,
         options: PatchOptions & SubResourceWriteOptions<B> = {},
       ) => {
         const { body, ...rest } = options;
-        const data = patch.data((body ?? obj) as unknown as B);
+        // Without a body, the object is the patch's target: a B, as the default B = T says.
+        const data = patch.data(body ?? (obj as unknown as DeepReadonly<B>));
         return this.#subPatch(name, obj, patch.type, data, rest) as Promise<B>;
       },
       apply: <T extends KubeObject>(obj: T, options: ApplyOptions) =>
@@ -1995,8 +2000,12 @@ export class FakeClient implements Client {
       : await this.#inner.update(obj, options)) as T;
   }
 
-  /** Patches `obj` with the body `patch` computes for it. */
-  async patch<T extends KubeObject>(obj: T, patch: Patch<T>, options?: PatchOptions): Promise<T> {
+  /** Patches `obj` (only read) with the body `patch` computes for it. */
+  async patch<T extends KubeObject>(
+    obj: T | DeepReadonly<T>,
+    patch: Patch<T>,
+    options?: PatchOptions,
+  ): Promise<T> {
     const intercept = this.#interceptors.patch;
     return (intercept
       ? await intercept(this.#inner, obj, patch as Patch<KubeObject>, options)
@@ -2011,8 +2020,8 @@ export class FakeClient implements Client {
       : await this.#inner.apply(obj, options)) as T;
   }
 
-  /** Deletes `obj`, or marks it for deletion while it has finalizers. */
-  async delete(obj: KubeObject, options?: DeleteOptions): Promise<void> {
+  /** Deletes `obj` (only read), or marks it for deletion while it has finalizers. */
+  async delete(obj: KubeObject | DeepReadonly<KubeObject>, options?: DeleteOptions): Promise<void> {
     const intercept = this.#interceptors.delete;
     if (intercept) await intercept(this.#inner, obj, options);
     else await this.#inner.delete(obj, options);
@@ -2052,7 +2061,7 @@ export class FakeClient implements Client {
           ? await i.subResourceUpdate(client, name, obj, options)
           : await inner.update(obj, options)) as B,
       patch: async <T extends KubeObject, B extends KubeObject = T>(
-        obj: T,
+        obj: T | DeepReadonly<T>,
         patch: Patch<B>,
         options?: PatchOptions & SubResourceWriteOptions<B>,
       ) =>
