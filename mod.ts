@@ -206,6 +206,7 @@ export {
 } from "./lib/client/patch.ts";
 
 export { dryRunClient, namespacedClient, withFieldOwner } from "./lib/client/wrappers.ts";
+export { type InterceptorFuncs, newInterceptedClient } from "./lib/client/interceptor.ts";
 
 export {
   type CreateEvent,

@@ -73,12 +73,26 @@ export interface Reader {
     key: ObjectKey,
     options?: GetOptions,
   ): Promise<T>;
-  /** Reads one object of a kind resolved by discovery. */
-  get(type: GroupVersionKind, key: ObjectKey, options?: GetOptions): Promise<Unstructured>;
+  /**
+   * Reads one object of a kind given by `apiVersion` and `kind`, resolved by discovery: an
+   * {@linkcode Unstructured}. Also takes a reference that may be either kind (as an
+   * interceptor's hook receives it), typed by the resource type when it is one.
+   */
+  get<T extends KubeObject = Unstructured>(
+    type: ResourceRef<T>,
+    key: ObjectKey,
+    options?: GetOptions,
+  ): Promise<T>;
   /** Reads a page of objects (all of them unless `limit` is set). */
   list<T extends KubeObject>(type: ResourceType<T>, options?: ListOptions): Promise<ObjectList<T>>;
-  /** Reads a page of objects of a kind resolved by discovery. */
-  list(type: GroupVersionKind, options?: ListOptions): Promise<ObjectList<Unstructured>>;
+  /**
+   * Reads a page of objects of a kind given by `apiVersion` and `kind`, resolved by discovery,
+   * or by a reference that may be either kind (as an interceptor's hook receives it).
+   */
+  list<T extends KubeObject = Unstructured>(
+    type: ResourceRef<T>,
+    options?: ListOptions,
+  ): Promise<ObjectList<T>>;
 }
 
 /** Writes objects. Each write resolves to the object as the API server stored it. */
