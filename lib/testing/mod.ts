@@ -33,12 +33,7 @@ export {
   ENVTEST_KUBERNETES_VERSION,
   findControlPlaneBinaries,
 } from "./assets.ts";
-export {
-  FakeClient,
-  type FakeClientInterceptors,
-  type FakeClientOptions,
-  type SelectableFields,
-} from "./fake_client.ts";
+export { FakeClient, type FakeClientOptions, type SelectableFields } from "./fake_client.ts";
 export {
   type CertificateAuthority,
   type CertificatePair,
