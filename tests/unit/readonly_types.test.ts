@@ -124,6 +124,12 @@ describe("a frozen object from the cache", () => {
       expectType<Equal<typeof status, Deployment>>();
       assert.equal(status.status?.readyReplicas, 1);
       await client.status().patch(frozen, mergeFrom(frozen));
+      // Other subresources read only its identity, and a body is sent instead of it.
+      const scale = await client.subResource("scale").get<{ spec: { replicas: number } }>(frozen);
+      assert.equal(scale.spec.replicas, 3);
+      await client.subResource("scale").update(frozen, {
+        body: { apiVersion: "autoscaling/v1", kind: "Scale", spec: { replicas: 4 } },
+      });
 
       await client.delete(frozen, { preconditions: { uid: frozen.metadata?.uid } });
       const left = await client.get(Deployment, key);
