@@ -213,7 +213,32 @@ export interface ClientOptions extends RestClientOptions {
   validate?: boolean;
 }
 
+/** Objects per page of `listAll` when `pageSize` is not given. */
 const DEFAULT_PAGE_SIZE = 500;
+
+/**
+ * Every object `list` gives, page by page (`limit` + `continue`) as they are consumed: the
+ * `listAll` of the clients here (API, fake, interceptor), which differ only in their `list`.
+ * Internal to Rudder; not exported from any `mod.ts`.
+ *
+ * @example
+ * ```ts ignore
+ * const all = listPages((page) => client.list(ConfigMap, page), { pageSize: 100 });
+ * for await (const cm of all) console.log(cm.metadata?.name);
+ * ```
+ */
+export async function* listPages<T>(
+  list: (options: ListOptions) => Promise<ObjectList<T>>,
+  options: ListAllOptions = {},
+): AsyncGenerator<T> {
+  const { pageSize = DEFAULT_PAGE_SIZE, ...rest } = options;
+  let token: string | undefined;
+  do {
+    const page = await list({ ...rest, limit: pageSize, continue: token });
+    yield* page.items;
+    token = page.metadata.continue || undefined;
+  } while (token);
+}
 
 function describe(obj: KubeObject): string {
   const name = obj.metadata?.name ?? obj.metadata?.generateName ?? "(no name)";
@@ -333,21 +358,8 @@ class ApiClient implements Client {
 
   listAll<T extends KubeObject>(type: ResourceType<T>, options?: ListAllOptions): AsyncGenerator<T>;
   listAll(type: GroupVersionKind, options?: ListAllOptions): AsyncGenerator<Unstructured>;
-  async *listAll(
-    ref: ResourceRef<KubeObject>,
-    options: ListAllOptions = {},
-  ): AsyncGenerator<KubeObject> {
-    const { pageSize = DEFAULT_PAGE_SIZE, ...rest } = options;
-    let token: string | undefined;
-    do {
-      const page: ObjectList<KubeObject> = await this.list(ref as GroupVersionKind, {
-        ...rest,
-        limit: pageSize,
-        continue: token,
-      });
-      yield* page.items;
-      token = page.metadata.continue || undefined;
-    } while (token);
+  listAll(ref: ResourceRef<KubeObject>, options?: ListAllOptions): AsyncGenerator<KubeObject> {
+    return listPages((page) => this.list(ref, page), options);
   }
 
   async create<T extends KubeObject>(obj: T, options: CreateOptions = {}): Promise<T> {

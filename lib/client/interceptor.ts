@@ -12,14 +12,15 @@
 import type { GroupVersionKind, KubeObject, ResourceType, Unstructured } from "../api/resource.ts";
 import type { DeepReadonly } from "../api/readonly.ts";
 import type { RESTMapper } from "../api/discovery.ts";
-import type {
-  Client,
-  ListAllOptions,
-  ObjectKey,
-  ObjectList,
-  ResourceRef,
-  SubResourceClient,
-  SubResourceWriteOptions,
+import {
+  type Client,
+  type ListAllOptions,
+  listPages,
+  type ObjectKey,
+  type ObjectList,
+  type ResourceRef,
+  type SubResourceClient,
+  type SubResourceWriteOptions,
 } from "./client.ts";
 import type {
   ApplyOptions,
@@ -137,8 +138,6 @@ export interface InterceptorFuncs {
   ): Promise<T>;
 }
 
-const DEFAULT_PAGE_SIZE = 500;
-
 /** The client of {@linkcode newInterceptedClient}. */
 class InterceptedClient implements Client {
   readonly #client: Client;
@@ -181,22 +180,10 @@ class InterceptedClient implements Client {
 
   listAll<T extends KubeObject>(type: ResourceType<T>, options?: ListAllOptions): AsyncGenerator<T>;
   listAll(type: GroupVersionKind, options?: ListAllOptions): AsyncGenerator<Unstructured>;
-  async *listAll<T extends KubeObject>(
-    type: ResourceRef<T>,
-    options: ListAllOptions = {},
-  ): AsyncGenerator<T> {
+  listAll<T extends KubeObject>(type: ResourceRef<T>, options?: ListAllOptions): AsyncGenerator<T> {
     // Without a list hook the wrapped client pages as it likes; with one, every page is a list.
-    if (!this.#funcs.list) {
-      yield* this.#client.listAll(type as ResourceType<T>, options);
-      return;
-    }
-    const { pageSize = DEFAULT_PAGE_SIZE, ...rest } = options;
-    let token: string | undefined;
-    do {
-      const page = await this.list(type, { ...rest, limit: pageSize, continue: token });
-      yield* page.items;
-      token = page.metadata.continue || undefined;
-    } while (token);
+    if (!this.#funcs.list) return this.#client.listAll(type as ResourceType<T>, options);
+    return listPages((page) => this.list(type, page), options);
   }
 
   create<T extends KubeObject>(obj: T, options?: CreateOptions): Promise<T & KubeObject> {

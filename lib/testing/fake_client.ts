@@ -28,14 +28,15 @@ import {
   resourceType,
   type Unstructured,
 } from "../api/resource.ts";
-import type {
-  Client,
-  ListAllOptions,
-  ObjectKey,
-  ObjectList,
-  ResourceRef,
-  SubResourceClient,
-  SubResourceWriteOptions,
+import {
+  type Client,
+  type ListAllOptions,
+  listPages,
+  type ObjectKey,
+  type ObjectList,
+  type ResourceRef,
+  type SubResourceClient,
+  type SubResourceWriteOptions,
 } from "../client/client.ts";
 import type {
   ApplyOptions,
@@ -97,7 +98,6 @@ export interface FakeClientOptions {
 // ---------------------------------------------------------------------------------------------
 // Constants: how kube-apiserver 1.36 treats each kind
 
-const DEFAULT_PAGE_SIZE = 500;
 /** The manager of writes without `fieldManager`: the real client's User-Agent product. */
 const DEFAULT_FIELD_MANAGER = "rudder";
 /** The manager the API server assigns existing fields to when an object is first applied. */
@@ -655,20 +655,6 @@ function servedKinds(crd: JsonObject): ServedKind[] {
   });
 }
 
-/** Pages through `list`, for `listAll`. */
-async function* pages(
-  list: (options: ListOptions) => Promise<ObjectList<KubeObject>>,
-  options: ListAllOptions,
-): AsyncGenerator<KubeObject> {
-  const { pageSize = DEFAULT_PAGE_SIZE, ...rest } = options;
-  let token: string | undefined;
-  do {
-    const page = await list({ ...rest, limit: pageSize, continue: token });
-    yield* page.items;
-    token = page.metadata.continue || undefined;
-  } while (token);
-}
-
 // ---------------------------------------------------------------------------------------------
 // The in-memory API server
 
@@ -931,7 +917,7 @@ export class FakeClient implements Client {
   /** Every object of a kind given by `apiVersion` and `kind`, page by page. */
   listAll(type: GroupVersionKind, options?: ListAllOptions): AsyncGenerator<Unstructured>;
   listAll(ref: ResourceRef<KubeObject>, options: ListAllOptions = {}): AsyncGenerator<KubeObject> {
-    return pages((page) => this.list(ref, page), options);
+    return listPages((page) => this.list(ref, page), options);
   }
 
   /** The entries of `type` that a list's namespace and selectors match, sorted by key. */
