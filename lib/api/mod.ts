@@ -36,7 +36,7 @@
  * @module
  */
 
-export { clone, deepFreeze, type DeepMutable, type DeepReadonly } from "./readonly.ts";
+export { clone, deepFreeze, type DeepReadonly, type DeepReadonlyValue } from "./readonly.ts";
 
 export {
   type GroupVersionKind,

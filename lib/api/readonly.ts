@@ -7,7 +7,11 @@
 
 /**
  * `T` made read-only all the way down: the type of every object a {@linkcode Store} (and so
- * the cache) hands out.
+ * the cache) hands out. Functions and `unknown` fields stay as they are.
+ *
+ * It is a mapped type over `T` (not a conditional one), so TypeScript still sees the `T` it was
+ * made from: {@linkcode clone} of a `DeepReadonly<Deployment>` is a `Deployment`, and
+ * `mergeFrom(cached)` is a `Patch<Deployment>`.
  *
  * @example
  * ```ts
@@ -20,10 +24,25 @@
  * console.log(cm.list[0]);
  * ```
  */
-export type DeepReadonly<T> = T extends (...args: never[]) => unknown ? T
-  : T extends readonly (infer U)[] ? readonly DeepReadonly<U>[]
-  : T extends object ? { readonly [K in keyof T]: DeepReadonly<T[K]> }
-  : T;
+export type DeepReadonly<T> = { readonly [K in keyof T]: DeepReadonlyValue<T[K]> };
+
+/**
+ * One field's value (or a list's item) made read-only for {@linkcode DeepReadonly}: objects and
+ * lists all the way down, while functions and `unknown` stay as they are. A union, such as an
+ * optional field's `string[] | undefined`, is made read-only member by member.
+ *
+ * @example
+ * ```ts
+ * import type { DeepReadonlyValue } from "@rudder/operator/api";
+ *
+ * const finalizers: DeepReadonlyValue<string[] | undefined> = ["example.com/cleanup"];
+ * // finalizers?.push("more"); // does not compile
+ * console.log(finalizers?.length);
+ * ```
+ */
+export type DeepReadonlyValue<V> = unknown extends V ? V
+  : V extends (...args: never[]) => unknown ? V
+  : DeepReadonly<V>;
 
 /**
  * Freezes `obj` and everything it holds, in place, and returns it typed read-only. A subtree
@@ -58,36 +77,18 @@ function freezeValue(value: unknown): void {
 /**
  * A mutable deep copy of an object, typed as the object the reader had before it was made
  * read-only: the way from an object the cache returned to one a reconciler changes and writes.
+ * A mutable object gives a copy of its own type.
  *
  * @example
  * ```ts
- * import { clone, type DeepReadonly } from "@rudder/operator";
- * import type { ConfigMap } from "@rudder/operator";
+ * import { clone, type ConfigMap, type DeepReadonly } from "@rudder/operator";
+ * import { deepFreeze } from "@rudder/operator/api";
  *
- * declare const cached: DeepReadonly<ConfigMap>;
- * const changed: ConfigMap = clone(cached);
+ * const cached: DeepReadonly<ConfigMap> = deepFreeze({ apiVersion: "v1", kind: "ConfigMap" });
+ * const changed = clone(cached); // a ConfigMap
  * changed.data = { ...changed.data, mode: "on" };
  * ```
  */
-export function clone<T>(obj: T): DeepMutable<T> {
-  return structuredClone(obj) as DeepMutable<T>;
+export function clone<T>(obj: T | DeepReadonly<T>): T {
+  return structuredClone(obj) as T;
 }
-
-/**
- * `T` with every `readonly` taken away, all the way down: what {@linkcode clone} returns for a
- * {@linkcode DeepReadonly} object (the object type it was made from).
- *
- * @example
- * ```ts
- * import type { DeepMutable, DeepReadonly } from "@rudder/operator/api";
- *
- * type Cm = { data: Record<string, string> };
- * const frozen: DeepReadonly<Cm> = { data: { a: "1" } };
- * const copy: DeepMutable<typeof frozen> = { data: { ...frozen.data } };
- * copy.data.a = "2";
- * ```
- */
-export type DeepMutable<T> = T extends (...args: never[]) => unknown ? T
-  : T extends readonly (infer U)[] ? DeepMutable<U>[]
-  : T extends object ? { -readonly [K in keyof T]: DeepMutable<T[K]> }
-  : T;

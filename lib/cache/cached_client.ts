@@ -83,8 +83,23 @@ export interface CachedReader {
 }
 
 /**
- * A client that reads from a cache and writes to the API server. Objects it reads are frozen:
- * clone them (`structuredClone`) before changing them, or spread them into a new object.
+ * A client that reads from a cache and writes to the API server. Objects it reads are frozen
+ * and typed {@linkcode DeepReadonly}: `clone()` one to change it (a mutable `T`), or spread it
+ * into a new object. Whatever only reads an object (`patch`, `status().patch`, `delete`,
+ * `mergeFrom`) takes the frozen one as it is.
+ *
+ * @example A reconciler's write, without casts
+ * ```ts
+ * import { clone, Deployment, mergeFrom } from "@rudder/operator";
+ * import { type CachedClient } from "@rudder/operator/client";
+ *
+ * async function scale(client: CachedClient, replicas: number): Promise<void> {
+ *   const cached = await client.get(Deployment, { namespace: "default", name: "web" });
+ *   const changed = clone(cached); // a Deployment
+ *   changed.spec!.replicas = replicas;
+ *   await client.patch(changed, mergeFrom(cached));
+ * }
+ * ```
  */
 export interface CachedClient extends CachedReader, Omit<Client, "get" | "list" | "listAll"> {
   /** The cache reads come from. */
@@ -189,7 +204,7 @@ class CacheBackedClient implements CachedClient {
   }
 
   async patch<T extends KubeObject>(
-    obj: T,
+    obj: T | DeepReadonly<T>,
     patch: Patch<NoInfer<T>>,
     options?: PatchOptions,
   ): Promise<T> {
@@ -200,7 +215,7 @@ class CacheBackedClient implements CachedClient {
     return this.#seen(await this.apiReader.apply(obj, options));
   }
 
-  async delete(obj: KubeObject, options?: DeleteOptions): Promise<void> {
+  async delete(obj: KubeObject | DeepReadonly<KubeObject>, options?: DeleteOptions): Promise<void> {
     await this.apiReader.delete(obj, options);
   }
 

@@ -7,6 +7,7 @@
  */
 
 import type { ListMeta } from "../api/generated/meta_v1.ts";
+import type { DeepReadonly } from "../api/readonly.ts";
 import { RESTMapper } from "../api/discovery.ts";
 import {
   type GroupVersionKind,
@@ -72,12 +73,26 @@ export interface Reader {
     key: ObjectKey,
     options?: GetOptions,
   ): Promise<T>;
-  /** Reads one object of a kind resolved by discovery. */
-  get(type: GroupVersionKind, key: ObjectKey, options?: GetOptions): Promise<Unstructured>;
+  /**
+   * Reads one object of a kind given by `apiVersion` and `kind`, resolved by discovery: an
+   * {@linkcode Unstructured}. Also takes a reference that may be either kind (as an
+   * interceptor's hook receives it), typed by the resource type when it is one.
+   */
+  get<T extends KubeObject = Unstructured>(
+    type: ResourceRef<T>,
+    key: ObjectKey,
+    options?: GetOptions,
+  ): Promise<T>;
   /** Reads a page of objects (all of them unless `limit` is set). */
   list<T extends KubeObject>(type: ResourceType<T>, options?: ListOptions): Promise<ObjectList<T>>;
-  /** Reads a page of objects of a kind resolved by discovery. */
-  list(type: GroupVersionKind, options?: ListOptions): Promise<ObjectList<Unstructured>>;
+  /**
+   * Reads a page of objects of a kind given by `apiVersion` and `kind`, resolved by discovery,
+   * or by a reference that may be either kind (as an interceptor's hook receives it).
+   */
+  list<T extends KubeObject = Unstructured>(
+    type: ResourceRef<T>,
+    options?: ListOptions,
+  ): Promise<ObjectList<T>>;
 }
 
 /** Writes objects. Each write resolves to the object as the API server stored it. */
@@ -90,12 +105,23 @@ export interface Writer {
   create<T extends KubeObject>(obj: T, options?: CreateOptions): Promise<T & KubeObject>;
   /** Replaces `obj`; rejects with Conflict when its resourceVersion is stale. */
   update<T extends KubeObject>(obj: T, options?: UpdateOptions): Promise<T>;
-  /** Patches `obj` with the body `patch` computes for it; the result has the type of `obj`. */
-  patch<T extends KubeObject>(obj: T, patch: Patch<NoInfer<T>>, options?: PatchOptions): Promise<T>;
+  /**
+   * Patches `obj` with the body `patch` computes for it. `obj` is only read (its kind,
+   * namespace and name, and as the patch's target), so it may be a frozen object the cache
+   * returned; the result is the object as stored, a mutable `T`.
+   */
+  patch<T extends KubeObject>(
+    obj: T | DeepReadonly<T>,
+    patch: Patch<NoInfer<T>>,
+    options?: PatchOptions,
+  ): Promise<T>;
   /** Server-side apply: `obj` holds the fields the field manager wants to own. */
   apply<T extends KubeObject>(obj: T, options: ApplyOptions): Promise<T>;
-  /** Deletes `obj` (only its kind, namespace and name matter). */
-  delete(obj: KubeObject, options?: DeleteOptions): Promise<void>;
+  /**
+   * Deletes `obj`. Only its kind, namespace and name are read, so a frozen object from the
+   * cache will do.
+   */
+  delete(obj: KubeObject | DeepReadonly<KubeObject>, options?: DeleteOptions): Promise<void>;
   /** Deletes every object of a kind that matches the selectors, in one namespace. */
   deleteAllOf(type: ResourceRef<KubeObject>, options?: DeleteAllOfOptions): Promise<void>;
 }
@@ -120,9 +146,12 @@ export interface SubResourceClient {
     obj: T,
     options?: UpdateOptions & SubResourceWriteOptions<B>,
   ): Promise<B>;
-  /** Patches the subresource with the body `patch` computes for `options.body ?? obj`. */
+  /**
+   * Patches the subresource with the body `patch` computes for `options.body ?? obj`. `obj`
+   * is only read, so it may be a frozen object the cache returned.
+   */
   patch<T extends KubeObject, B extends KubeObject = T>(
-    obj: T,
+    obj: T | DeepReadonly<T>,
     patch: Patch<B>,
     options?: PatchOptions & SubResourceWriteOptions<B>,
   ): Promise<B>;
@@ -184,7 +213,32 @@ export interface ClientOptions extends RestClientOptions {
   validate?: boolean;
 }
 
+/** Objects per page of `listAll` when `pageSize` is not given. */
 const DEFAULT_PAGE_SIZE = 500;
+
+/**
+ * Every object `list` gives, page by page (`limit` + `continue`) as they are consumed: the
+ * `listAll` of the clients here (API, fake, interceptor), which differ only in their `list`.
+ * Internal to Rudder; not exported from any `mod.ts`.
+ *
+ * @example
+ * ```ts ignore
+ * const all = listPages((page) => client.list(ConfigMap, page), { pageSize: 100 });
+ * for await (const cm of all) console.log(cm.metadata?.name);
+ * ```
+ */
+export async function* listPages<T>(
+  list: (options: ListOptions) => Promise<ObjectList<T>>,
+  options: ListAllOptions = {},
+): AsyncGenerator<T> {
+  const { pageSize = DEFAULT_PAGE_SIZE, ...rest } = options;
+  let token: string | undefined;
+  do {
+    const page = await list({ ...rest, limit: pageSize, continue: token });
+    yield* page.items;
+    token = page.metadata.continue || undefined;
+  } while (token);
+}
 
 function describe(obj: KubeObject): string {
   const name = obj.metadata?.name ?? obj.metadata?.generateName ?? "(no name)";
@@ -304,21 +358,8 @@ class ApiClient implements Client {
 
   listAll<T extends KubeObject>(type: ResourceType<T>, options?: ListAllOptions): AsyncGenerator<T>;
   listAll(type: GroupVersionKind, options?: ListAllOptions): AsyncGenerator<Unstructured>;
-  async *listAll(
-    ref: ResourceRef<KubeObject>,
-    options: ListAllOptions = {},
-  ): AsyncGenerator<KubeObject> {
-    const { pageSize = DEFAULT_PAGE_SIZE, ...rest } = options;
-    let token: string | undefined;
-    do {
-      const page: ObjectList<KubeObject> = await this.list(ref as GroupVersionKind, {
-        ...rest,
-        limit: pageSize,
-        continue: token,
-      });
-      yield* page.items;
-      token = page.metadata.continue || undefined;
-    } while (token);
+  listAll(ref: ResourceRef<KubeObject>, options?: ListAllOptions): AsyncGenerator<KubeObject> {
+    return listPages((page) => this.list(ref, page), options);
   }
 
   async create<T extends KubeObject>(obj: T, options: CreateOptions = {}): Promise<T> {
@@ -341,7 +382,7 @@ class ApiClient implements Client {
   }
 
   async patch<T extends KubeObject>(
-    obj: T,
+    obj: T | DeepReadonly<T>,
     patch: Patch<T>,
     options: PatchOptions = {},
   ): Promise<T> {
@@ -391,7 +432,10 @@ class ApiClient implements Client {
     return this.#typed(type, result);
   }
 
-  async delete(obj: KubeObject, options: DeleteOptions = {}): Promise<void> {
+  async delete(
+    obj: KubeObject | DeepReadonly<KubeObject>,
+    options: DeleteOptions = {},
+  ): Promise<void> {
     const type = await this.#resolve(obj, options.signal);
     await this.#rest.request({
       method: "DELETE",
@@ -452,12 +496,13 @@ class ApiClient implements Client {
       return await this.#write<B>("PUT", obj, name, body ?? obj, "application/json", rest);
     };
     const patch = <T extends KubeObject, B extends KubeObject = T>(
-      obj: T,
+      obj: T | DeepReadonly<T>,
       patch: Patch<B>,
       options: PatchOptions & SubResourceWriteOptions<B> = {},
     ): Promise<B> => {
       const { body, ...rest } = options;
-      const data = patch.data((body ?? obj) as unknown as B);
+      // Without a body, the object is the patch's target: a B, as the default B = T says.
+      const data = patch.data(body ?? (obj as unknown as DeepReadonly<B>));
       return this.#write<B>("PATCH", obj, name, data, patch.type, rest);
     };
     const apply = <T extends KubeObject>(obj: T, options: ApplyOptions): Promise<T> =>

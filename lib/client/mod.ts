@@ -67,6 +67,7 @@ export {
 } from "./patch.ts";
 export { StrategicMergePatchError } from "./strategic_merge.ts";
 export { dryRunClient, namespacedClient, withFieldOwner } from "./wrappers.ts";
+export { type InterceptorFuncs, newInterceptedClient } from "./interceptor.ts";
 export {
   type CachedClient,
   type CachedClientOptions,

@@ -10,6 +10,7 @@
 
 import { createStrategicMergePatch, schemaForKind } from "./strategic_merge.ts";
 import type { KubeObject } from "../api/resource.ts";
+import type { DeepReadonly } from "../api/readonly.ts";
 import { isJsonObject, jsonClone, jsonEqual, type JsonObject } from "../util/json.ts";
 
 /** The content types of the API's patch kinds. */
@@ -19,12 +20,27 @@ export type PatchType =
   | "application/strategic-merge-patch+json"
   | "application/apply-patch+yaml";
 
-/** A patch: its content type, and the body it sends for the object being patched. */
+/**
+ * A patch: its content type, and the body it sends for the object being patched.
+ *
+ * @example
+ * ```ts
+ * import { type ConfigMap, mergeFrom } from "@rudder/operator";
+ * import { type Patch } from "@rudder/operator/client";
+ *
+ * const original: ConfigMap = { apiVersion: "v1", kind: "ConfigMap", data: { a: "1" } };
+ * const patch: Patch<ConfigMap> = mergeFrom(original);
+ * console.log(patch.type, patch.data({ ...original, data: { a: "2" } }));
+ * ```
+ */
 export interface Patch<T = KubeObject> {
   /** Content type of the body. */
   readonly type: PatchType;
-  /** The body to send when patching `obj` (for `mergeFrom`, the diff from the original). */
-  data(obj: T): unknown;
+  /**
+   * The body to send when patching `obj` (for `mergeFrom`, the diff from the original). `obj`
+   * is only read: a frozen object from the cache will do.
+   */
+  data(obj: T | DeepReadonly<T>): unknown;
 }
 
 /** Options of {@linkcode mergeFrom} and {@linkcode strategicMergeFrom}. */
@@ -87,7 +103,10 @@ function withResourceVersion(patch: unknown, resourceVersion: string | undefined
 
 /**
  * A JSON merge patch from `original` to the object passed to `patch()`. Take a copy before
- * changing the object, like controller-runtime's `client.MergeFrom`.
+ * changing the object, like controller-runtime's `client.MergeFrom`. `original` is only read
+ * (a snapshot is taken at once), so a frozen object the cache returned will do, and the patch is
+ * typed by its kind: `mergeFrom(cached)` of a `DeepReadonly<Deployment>` is a
+ * `Patch<Deployment>`.
  *
  * @example
  * ```ts
@@ -100,13 +119,13 @@ function withResourceVersion(patch: unknown, resourceVersion: string | undefined
  * ```
  */
 export function mergeFrom<T extends KubeObject>(
-  original: T,
+  original: T | DeepReadonly<T>,
   options: MergeFromOptions = {},
 ): Patch<T> {
   const snapshot = jsonClone(original);
   return {
     type: "application/merge-patch+json",
-    data(obj: T): unknown {
+    data(obj: T | DeepReadonly<T>): unknown {
       const patch = createMergePatch(snapshot, obj);
       return options.optimisticLock
         ? withResourceVersion(patch, snapshot.metadata?.resourceVersion)
@@ -119,28 +138,28 @@ export function mergeFrom<T extends KubeObject>(
  * A strategic merge patch from `original` to the object passed to `patch()`, for built-in kinds:
  * lists such as containers, env and ports are merged by key rather than replaced, so the patch
  * touches only the items that changed. Custom resources do not support it: use
- * {@linkcode mergeFrom}.
+ * {@linkcode mergeFrom}. Like it, `original` may be a frozen object from the cache.
  *
  * @example
  * ```ts
- * import { type Deployment } from "@rudder/operator";
+ * import { clone, type DeepReadonly, type Deployment } from "@rudder/operator";
  * import { strategicMergeFrom } from "@rudder/operator/client";
  *
- * declare const deployment: Deployment;
- * const changed = structuredClone(deployment);
+ * declare const cached: DeepReadonly<Deployment>; // as the cache returns it
+ * const changed = clone(cached); // a mutable Deployment
  * changed.spec!.template.spec!.containers[0].image = "nginx:1.27";
- * const patch = strategicMergeFrom(deployment);
+ * const patch = strategicMergeFrom(cached);
  * // await client.patch(changed, patch);
  * ```
  */
 export function strategicMergeFrom<T extends KubeObject>(
-  original: T,
+  original: T | DeepReadonly<T>,
   options: MergeFromOptions = {},
 ): Patch<T> {
   const snapshot = jsonClone(original);
   return {
     type: "application/strategic-merge-patch+json",
-    data(obj: T): unknown {
+    data(obj: T | DeepReadonly<T>): unknown {
       const schema = schemaForKind(obj.apiVersion, obj.kind);
       if (!schema) {
         throw new Error(

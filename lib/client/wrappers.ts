@@ -29,6 +29,7 @@ import type {
   WriteOptions,
 } from "./options.ts";
 import type { Patch } from "./patch.ts";
+import type { DeepReadonly } from "../api/readonly.ts";
 
 /** How a wrapper changes calls; every hook is optional. */
 interface Adjustments {
@@ -124,7 +125,11 @@ class AdjustedClient implements Client {
     return await this.#inner.update(await this.#object(obj), this.#write(options));
   }
 
-  async patch<T extends KubeObject>(obj: T, patch: Patch<T>, options?: PatchOptions): Promise<T> {
+  async patch<T extends KubeObject>(
+    obj: T | DeepReadonly<T>,
+    patch: Patch<T>,
+    options?: PatchOptions,
+  ): Promise<T> {
     return await this.#inner.patch(await this.#object(obj), patch, this.#write(options));
   }
 
@@ -132,7 +137,7 @@ class AdjustedClient implements Client {
     return await this.#inner.apply(await this.#object(obj), this.#write(options));
   }
 
-  async delete(obj: KubeObject, options?: DeleteOptions): Promise<void> {
+  async delete(obj: KubeObject | DeepReadonly<KubeObject>, options?: DeleteOptions): Promise<void> {
     await this.#inner.delete(await this.#object(obj), this.#delete(options));
   }
 

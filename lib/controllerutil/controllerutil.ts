@@ -185,13 +185,13 @@ function splitStatus(obj: unknown): { rest: Record<string, unknown>; status: unk
  *
  * @example
  * ```ts
- * import { createOrPatch, Deployment, loadConfig, newClient } from "@rudder/operator";
+ * import { createOrPatch, type Deployment, loadConfig, newClient } from "@rudder/operator";
  *
  * const client = newClient(await loadConfig());
- * const { result, object } = await createOrPatch(
+ * const { result, object } = await createOrPatch<Deployment>(
  *   client,
  *   { apiVersion: "apps/v1", kind: "Deployment", metadata: { namespace: "default", name: "web" } },
- *   (d: Deployment) => {
+ *   (d) => {
  *     d.metadata!.labels = { ...d.metadata!.labels, tier: "web" };
  *   },
  * );

@@ -9,7 +9,7 @@
  * What it does not do: defaulting (a Deployment keeps the fields you gave it), schema
  * validation beyond names and labels, admission (namespaces need not exist), garbage
  * collection (`propagationPolicy` is accepted and ignored), watches, and PodDisruptionBudget
- * checks on evictions.
+ * checks on evictions. Failures are injected by wrapping it with `newInterceptedClient`.
  *
  * @module
  */
@@ -28,14 +28,15 @@ import {
   resourceType,
   type Unstructured,
 } from "../api/resource.ts";
-import type {
-  Client,
-  ListAllOptions,
-  ObjectKey,
-  ObjectList,
-  ResourceRef,
-  SubResourceClient,
-  SubResourceWriteOptions,
+import {
+  type Client,
+  type ListAllOptions,
+  listPages,
+  type ObjectKey,
+  type ObjectList,
+  type ResourceRef,
+  type SubResourceClient,
+  type SubResourceWriteOptions,
 } from "../client/client.ts";
 import type {
   ApplyOptions,
@@ -58,89 +59,10 @@ import {
 import { applyStrategicMergePatch, schemaForKind } from "../client/strategic_merge.ts";
 import { ApiError, type StatusCause, type StatusDetails } from "../kube/errors.ts";
 import { isJsonObject, jsonClone, jsonEqual, type JsonObject } from "../util/json.ts";
+import type { DeepReadonly } from "../api/readonly.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Options
-
-/**
- * Functions that stand in for the fake's verbs, like controller-runtime's `interceptor.Funcs`.
- * Each receives the fake without interceptors (`client`) and the call's arguments; it may throw
- * (an injected {@linkcode ApiError}, a network error) or delegate to `client`, before or after
- * changing the arguments or the result.
- */
-export interface FakeClientInterceptors {
-  /** Replaces `get`. */
-  get?(
-    client: Client,
-    type: ResourceRef<KubeObject>,
-    key: ObjectKey,
-    options?: GetOptions,
-  ): Promise<KubeObject>;
-  /** Replaces `list` (and so every page of `listAll`). */
-  list?(
-    client: Client,
-    type: ResourceRef<KubeObject>,
-    options?: ListOptions,
-  ): Promise<ObjectList<KubeObject>>;
-  /** Replaces `create`. */
-  create?(client: Client, obj: KubeObject, options?: CreateOptions): Promise<KubeObject>;
-  /** Replaces `update`. */
-  update?(client: Client, obj: KubeObject, options?: UpdateOptions): Promise<KubeObject>;
-  /** Replaces `patch`. */
-  patch?(
-    client: Client,
-    obj: KubeObject,
-    patch: Patch<KubeObject>,
-    options?: PatchOptions,
-  ): Promise<KubeObject>;
-  /** Replaces `apply`. */
-  apply?(client: Client, obj: KubeObject, options: ApplyOptions): Promise<KubeObject>;
-  /** Replaces `delete`. */
-  delete?(client: Client, obj: KubeObject, options?: DeleteOptions): Promise<void>;
-  /** Replaces `deleteAllOf`. */
-  deleteAllOf?(
-    client: Client,
-    type: ResourceRef<KubeObject>,
-    options?: DeleteAllOfOptions,
-  ): Promise<void>;
-  /** Replaces `get` of a subresource (`status()`, `subResource(name)`). */
-  subResourceGet?(
-    client: Client,
-    subResource: string,
-    obj: KubeObject,
-    options?: GetOptions,
-  ): Promise<unknown>;
-  /** Replaces `create` of a subresource, e.g. an eviction. */
-  subResourceCreate?(
-    client: Client,
-    subResource: string,
-    obj: KubeObject,
-    body: unknown,
-    options?: CreateOptions,
-  ): Promise<unknown>;
-  /** Replaces `update` of a subresource, e.g. `status().update`. */
-  subResourceUpdate?(
-    client: Client,
-    subResource: string,
-    obj: KubeObject,
-    options?: UpdateOptions & SubResourceWriteOptions<KubeObject>,
-  ): Promise<KubeObject>;
-  /** Replaces `patch` of a subresource, e.g. `status().patch`. */
-  subResourcePatch?(
-    client: Client,
-    subResource: string,
-    obj: KubeObject,
-    patch: Patch<KubeObject>,
-    options?: PatchOptions & SubResourceWriteOptions<KubeObject>,
-  ): Promise<KubeObject>;
-  /** Replaces `apply` of a subresource. */
-  subResourceApply?(
-    client: Client,
-    subResource: string,
-    obj: KubeObject,
-    options: ApplyOptions,
-  ): Promise<KubeObject>;
-}
 
 /** Fields a field selector may use for a custom kind, as its CRD's `selectableFields` lists them. */
 export interface SelectableFields {
@@ -164,8 +86,6 @@ export interface FakeClientOptions {
    * the fake also makes its kinds known.
    */
   types?: ResourceType<KubeObject>[];
-  /** Functions that replace verbs, to inject errors or observe calls. */
-  interceptors?: FakeClientInterceptors;
   /**
    * Field-selectable fields of custom kinds (`metadata.name` and `metadata.namespace` always
    * are). Like the API server, the fake refuses other fields with BadRequest.
@@ -178,7 +98,6 @@ export interface FakeClientOptions {
 // ---------------------------------------------------------------------------------------------
 // Constants: how kube-apiserver 1.36 treats each kind
 
-const DEFAULT_PAGE_SIZE = 500;
 /** The manager of writes without `fieldManager`: the real client's User-Agent product. */
 const DEFAULT_FIELD_MANAGER = "rudder";
 /** The manager the API server assigns existing fields to when an object is first applied. */
@@ -736,25 +655,60 @@ function servedKinds(crd: JsonObject): ServedKind[] {
   });
 }
 
-/** Pages through `list`, for `listAll`. */
-async function* pages(
-  list: (options: ListOptions) => Promise<ObjectList<KubeObject>>,
-  options: ListAllOptions,
-): AsyncGenerator<KubeObject> {
-  const { pageSize = DEFAULT_PAGE_SIZE, ...rest } = options;
-  let token: string | undefined;
-  do {
-    const page = await list({ ...rest, limit: pageSize, continue: token });
-    yield* page.items;
-    token = page.metadata.continue || undefined;
-  } while (token);
-}
-
 // ---------------------------------------------------------------------------------------------
 // The in-memory API server
 
-/** The fake without interceptors: an object store that behaves like kube-apiserver. */
-class MemoryClient implements Client {
+/**
+ * An in-memory {@linkcode Client} for unit tests, like controller-runtime's fake client. It
+ * behaves as kube-apiserver does, checked by the same contract tests as the real client:
+ * creates set uid, creationTimestamp and a resourceVersion (a global counter) and honour
+ * `generateName`; every write that changes something gets a new resourceVersion and a stale one
+ * is a Conflict; `metadata.generation` counts spec changes of the kinds that have one; status
+ * is kept apart for kinds with a `status` subresource; finalizers delay deletion; label and
+ * field selectors, `limit`/`continue`, merge/JSON/strategic merge patches, server-side apply,
+ * `dryRun`, the `scale` subresource and Pod evictions all work; errors are the
+ * {@linkcode ApiError}s the server sends. Objects going in and out are copies.
+ *
+ * To inject failures or observe calls, wrap it with {@linkcode newInterceptedClient}, as
+ * controller-runtime's `interceptor.NewClient` wraps its fake.
+ *
+ * @example Test a reconciler without a cluster, failing its first update
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ConfigMap } from "@rudder/operator";
+ * import { ApiError, isConflict, newInterceptedClient } from "@rudder/operator/client";
+ * import { FakeClient } from "@rudder/operator/testing";
+ *
+ * const fake = new FakeClient({
+ *   objects: [{
+ *     apiVersion: "v1",
+ *     kind: "ConfigMap",
+ *     metadata: { namespace: "default", name: "settings" },
+ *     data: { mode: "slow" },
+ *   }],
+ * });
+ * let failed = false;
+ * const client = newInterceptedClient(fake, {
+ *   // The first update fails as if someone else had written meanwhile.
+ *   update: async (inner, obj, options) => {
+ *     if (!failed) {
+ *       failed = true;
+ *       throw new ApiError({ code: 409, reason: "Conflict", message: "try again" });
+ *     }
+ *     return await inner.update(obj, options);
+ *   },
+ * });
+ *
+ * const settings = await client.get(ConfigMap, { namespace: "default", name: "settings" });
+ * const changed = { ...settings, data: { mode: "fast" } };
+ * await assert.rejects(client.update(changed), isConflict);
+ * await client.update(changed);
+ * const after = await fake.get(ConfigMap, { namespace: "default", name: "settings" });
+ * assert.equal(after.data?.mode, "fast");
+ * ```
+ */
+export class FakeClient implements Client {
+  /** Resolves kinds: the built-in ones, `options.types`, and those of CRDs created here. */
   readonly mapper: RESTMapper = new RESTMapper();
   /** Objects by kind (`apiVersion/kind`), then by `namespace/name`. */
   readonly #objects = new Map<string, Map<string, Entry>>();
@@ -765,7 +719,12 @@ class MemoryClient implements Client {
   readonly #clock: () => Date;
   #resourceVersion = 0;
 
-  constructor(options: FakeClientOptions) {
+  /**
+   * A fake holding `options.objects`, knowing the built-in kinds and `options.types`.
+   *
+   * @throws {NoKindMatchError} when an initial object is of a kind the fake does not know.
+   */
+  constructor(options: FakeClientOptions = {}) {
     this.#clock = options.clock ?? (() => new Date());
     for (const type of options.types ?? []) {
       this.mapper.register(type);
@@ -900,12 +859,18 @@ class MemoryClient implements Client {
 
   // ---- reads ---------------------------------------------------------------------------------
 
+  /** Reads one object; rejects with NotFound when it does not exist. */
   get<T extends KubeObject>(
     type: ResourceType<T>,
     key: ObjectKey,
     options?: GetOptions,
   ): Promise<T>;
-  get(type: GroupVersionKind, key: ObjectKey, options?: GetOptions): Promise<Unstructured>;
+  /** Reads one object of a kind given by `apiVersion` and `kind`, or by either reference. */
+  get<T extends KubeObject = Unstructured>(
+    type: ResourceRef<T>,
+    key: ObjectKey,
+    options?: GetOptions,
+  ): Promise<T>;
   async get(ref: ResourceRef<KubeObject>, key: ObjectKey, _options?: GetOptions): Promise<unknown> {
     const type = await this.#resolve(ref);
     if (!key?.name) throw new Error(`get ${type.kind}: a name is required`);
@@ -916,8 +881,13 @@ class MemoryClient implements Client {
     return jsonClone(entry.object);
   }
 
+  /** Reads a page of objects. */
   list<T extends KubeObject>(type: ResourceType<T>, options?: ListOptions): Promise<ObjectList<T>>;
-  list(type: GroupVersionKind, options?: ListOptions): Promise<ObjectList<Unstructured>>;
+  /** Reads a page of objects of a kind given by `apiVersion` and `kind`, or by either reference. */
+  list<T extends KubeObject = Unstructured>(
+    type: ResourceRef<T>,
+    options?: ListOptions,
+  ): Promise<ObjectList<T>>;
   async list(ref: ResourceRef<KubeObject>, options: ListOptions = {}): Promise<unknown> {
     const type = await this.#resolve(ref);
     const where = { method: "GET", path: resourcePath(type, { namespace: options.namespace }) };
@@ -943,10 +913,12 @@ class MemoryClient implements Client {
     };
   }
 
+  /** Every object of a kind, page by page. */
   listAll<T extends KubeObject>(type: ResourceType<T>, options?: ListAllOptions): AsyncGenerator<T>;
+  /** Every object of a kind given by `apiVersion` and `kind`, page by page. */
   listAll(type: GroupVersionKind, options?: ListAllOptions): AsyncGenerator<Unstructured>;
   listAll(ref: ResourceRef<KubeObject>, options: ListAllOptions = {}): AsyncGenerator<KubeObject> {
-    return pages((page) => this.list(ref as GroupVersionKind, page), options);
+    return listPages((page) => this.list(ref, page), options);
   }
 
   /** The entries of `type` that a list's namespace and selectors match, sorted by key. */
@@ -1022,6 +994,7 @@ class MemoryClient implements Client {
 
   // ---- writes --------------------------------------------------------------------------------
 
+  /** Creates `obj`; rejects with AlreadyExists when its name is taken. */
   async create<T extends KubeObject>(obj: T, options: CreateOptions = {}): Promise<T> {
     const type = await this.#resolve(obj);
     const namespace = this.#namespace(
@@ -1322,6 +1295,7 @@ class MemoryClient implements Client {
     }
   }
 
+  /** Replaces `obj`; rejects with Conflict when its resourceVersion is stale. */
   async update<T extends KubeObject>(obj: T, options: UpdateOptions = {}): Promise<T> {
     return await this.#update(obj, "", options) as unknown as T;
   }
@@ -1336,8 +1310,9 @@ class MemoryClient implements Client {
     return this.#updateEntry(type, key, entry, incoming, subresource, options, where);
   }
 
+  /** Patches `obj` (only read) with the body `patch` computes for it. */
   async patch<T extends KubeObject>(
-    obj: T,
+    obj: T | DeepReadonly<T>,
     patch: Patch<T>,
     options: PatchOptions = {},
   ): Promise<T> {
@@ -1463,6 +1438,7 @@ class MemoryClient implements Client {
     return result;
   }
 
+  /** Server-side apply of `obj` by `options.fieldManager`. */
   async apply<T extends KubeObject>(obj: T, options: ApplyOptions): Promise<T> {
     return await this.#applyObject(obj, "", options) as unknown as T;
   }
@@ -1598,7 +1574,11 @@ class MemoryClient implements Client {
     );
   }
 
-  async delete(obj: KubeObject, options: DeleteOptions = {}): Promise<void> {
+  /** Deletes `obj` (only read), or marks it for deletion while it has finalizers. */
+  async delete(
+    obj: KubeObject | DeepReadonly<KubeObject>,
+    options: DeleteOptions = {},
+  ): Promise<void> {
     const type = await this.#resolve(obj);
     const { name, key, where } = this.#locate(type, obj, "DELETE");
     this.#delete(type, key, name, options, where);
@@ -1654,6 +1634,7 @@ class MemoryClient implements Client {
     entry.object = next;
   }
 
+  /** Deletes every object of a kind that matches the selectors, in one namespace. */
   async deleteAllOf(ref: ResourceRef<KubeObject>, options: DeleteAllOfOptions = {}): Promise<void> {
     const type = await this.#resolve(ref);
     const namespace = this.#namespace(type, options.namespace, `deleteAllOf ${type.kind}`);
@@ -1667,10 +1648,12 @@ class MemoryClient implements Client {
 
   // ---- subresources --------------------------------------------------------------------------
 
+  /** The `status` subresource. */
   status(): SubResourceClient {
     return this.subResource("status");
   }
 
+  /** A subresource by name: `status`, `scale` and `eviction` are served. */
   subResource(name: string): SubResourceClient {
     if (!name || name.includes("/")) {
       throw new Error(`invalid subresource name ${JSON.stringify(name)}`);
@@ -1685,12 +1668,13 @@ class MemoryClient implements Client {
         options: UpdateOptions & SubResourceWriteOptions<B> = {},
       ) => this.#subUpdate(name, obj, options) as Promise<B>,
       patch: <T extends KubeObject, B extends KubeObject = T>(
-        obj: T,
+        obj: T | DeepReadonly<T>,
         patch: Patch<B>,
         options: PatchOptions & SubResourceWriteOptions<B> = {},
       ) => {
         const { body, ...rest } = options;
-        const data = patch.data((body ?? obj) as unknown as B);
+        // Without a body, the object is the patch's target: a B, as the default B = T says.
+        const data = patch.data(body ?? (obj as unknown as DeepReadonly<B>));
         return this.#subPatch(name, obj, patch.type, data, rest) as Promise<B>;
       },
       apply: <T extends KubeObject>(obj: T, options: ApplyOptions) =>
@@ -1875,201 +1859,5 @@ class MemoryClient implements Client {
       where,
     );
     return this.#scaleOf(type, paths, written, where);
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// The public fake
-
-/**
- * An in-memory {@linkcode Client} for unit tests, like controller-runtime's fake client. It
- * behaves as kube-apiserver does, checked by the same contract tests as the real client:
- * creates set uid, creationTimestamp and a resourceVersion (a global counter) and honour
- * `generateName`; every write that changes something gets a new resourceVersion and a stale one
- * is a Conflict; `metadata.generation` counts spec changes of the kinds that have one; status
- * is kept apart for kinds with a `status` subresource; finalizers delay deletion; label and
- * field selectors, `limit`/`continue`, merge/JSON/strategic merge patches, server-side apply,
- * `dryRun`, the `scale` subresource and Pod evictions all work; errors are the
- * {@linkcode ApiError}s the server sends. Objects going in and out are copies.
- *
- * @example Test a reconciler without a cluster
- * ```ts
- * import assert from "node:assert/strict";
- * import { ConfigMap } from "@rudder/operator";
- * import { ApiError, isConflict } from "@rudder/operator/client";
- * import { FakeClient } from "@rudder/operator/testing";
- *
- * let failed = false;
- * const client = new FakeClient({
- *   objects: [{
- *     apiVersion: "v1",
- *     kind: "ConfigMap",
- *     metadata: { namespace: "default", name: "settings" },
- *     data: { mode: "slow" },
- *   }],
- *   interceptors: {
- *     // The first update fails as if someone else had written meanwhile.
- *     update: async (inner, obj, options) => {
- *       if (!failed) {
- *         failed = true;
- *         throw new ApiError({ code: 409, reason: "Conflict", message: "try again" });
- *       }
- *       return await inner.update(obj, options);
- *     },
- *   },
- * });
- *
- * const settings = await client.get(ConfigMap, { namespace: "default", name: "settings" });
- * const changed = { ...settings, data: { mode: "fast" } };
- * await assert.rejects(client.update(changed), isConflict);
- * await client.update(changed);
- * const after = await client.get(ConfigMap, { namespace: "default", name: "settings" });
- * assert.equal(after.data?.mode, "fast");
- * ```
- */
-export class FakeClient implements Client {
-  readonly #inner: MemoryClient;
-  readonly #interceptors: FakeClientInterceptors;
-
-  /**
-   * A fake holding `options.objects`, knowing the built-in kinds and `options.types`.
-   *
-   * @throws {NoKindMatchError} when an initial object is of a kind the fake does not know.
-   */
-  constructor(options: FakeClientOptions = {}) {
-    this.#inner = new MemoryClient(options);
-    this.#interceptors = { ...options.interceptors };
-  }
-
-  /** Resolves kinds: the built-in ones, `options.types`, and those of CRDs created here. */
-  get mapper(): RESTMapper {
-    return this.#inner.mapper;
-  }
-
-  /** Reads one object; rejects with NotFound when it does not exist. */
-  get<T extends KubeObject>(
-    type: ResourceType<T>,
-    key: ObjectKey,
-    options?: GetOptions,
-  ): Promise<T>;
-  /** Reads one object of a kind given by `apiVersion` and `kind`. */
-  get(type: GroupVersionKind, key: ObjectKey, options?: GetOptions): Promise<Unstructured>;
-  async get(ref: ResourceRef<KubeObject>, key: ObjectKey, options?: GetOptions): Promise<unknown> {
-    const intercept = this.#interceptors.get;
-    return intercept
-      ? await intercept(this.#inner, ref, key, options)
-      : await this.#inner.get(ref as GroupVersionKind, key, options);
-  }
-
-  /** Reads a page of objects. */
-  list<T extends KubeObject>(type: ResourceType<T>, options?: ListOptions): Promise<ObjectList<T>>;
-  /** Reads a page of objects of a kind given by `apiVersion` and `kind`. */
-  list(type: GroupVersionKind, options?: ListOptions): Promise<ObjectList<Unstructured>>;
-  async list(ref: ResourceRef<KubeObject>, options?: ListOptions): Promise<unknown> {
-    const intercept = this.#interceptors.list;
-    return intercept
-      ? await intercept(this.#inner, ref, options)
-      : await this.#inner.list(ref as GroupVersionKind, options);
-  }
-
-  /** Every object of a kind, page by page through `list` (and its interceptor). */
-  listAll<T extends KubeObject>(type: ResourceType<T>, options?: ListAllOptions): AsyncGenerator<T>;
-  /** Every object of a kind given by `apiVersion` and `kind`, page by page. */
-  listAll(type: GroupVersionKind, options?: ListAllOptions): AsyncGenerator<Unstructured>;
-  listAll(ref: ResourceRef<KubeObject>, options: ListAllOptions = {}): AsyncGenerator<KubeObject> {
-    return pages((page) => this.list(ref as GroupVersionKind, page), options);
-  }
-
-  /** Creates `obj`; rejects with AlreadyExists when its name is taken. */
-  async create<T extends KubeObject>(obj: T, options?: CreateOptions): Promise<T> {
-    const intercept = this.#interceptors.create;
-    return (intercept
-      ? await intercept(this.#inner, obj, options)
-      : await this.#inner.create(obj, options)) as T;
-  }
-
-  /** Replaces `obj`; rejects with Conflict when its resourceVersion is stale. */
-  async update<T extends KubeObject>(obj: T, options?: UpdateOptions): Promise<T> {
-    const intercept = this.#interceptors.update;
-    return (intercept
-      ? await intercept(this.#inner, obj, options)
-      : await this.#inner.update(obj, options)) as T;
-  }
-
-  /** Patches `obj` with the body `patch` computes for it. */
-  async patch<T extends KubeObject>(obj: T, patch: Patch<T>, options?: PatchOptions): Promise<T> {
-    const intercept = this.#interceptors.patch;
-    return (intercept
-      ? await intercept(this.#inner, obj, patch as Patch<KubeObject>, options)
-      : await this.#inner.patch(obj, patch, options)) as T;
-  }
-
-  /** Server-side apply of `obj` by `options.fieldManager`. */
-  async apply<T extends KubeObject>(obj: T, options: ApplyOptions): Promise<T> {
-    const intercept = this.#interceptors.apply;
-    return (intercept
-      ? await intercept(this.#inner, obj, options)
-      : await this.#inner.apply(obj, options)) as T;
-  }
-
-  /** Deletes `obj`, or marks it for deletion while it has finalizers. */
-  async delete(obj: KubeObject, options?: DeleteOptions): Promise<void> {
-    const intercept = this.#interceptors.delete;
-    if (intercept) await intercept(this.#inner, obj, options);
-    else await this.#inner.delete(obj, options);
-  }
-
-  /** Deletes every object of a kind that matches the selectors, in one namespace. */
-  async deleteAllOf(ref: ResourceRef<KubeObject>, options?: DeleteAllOfOptions): Promise<void> {
-    const intercept = this.#interceptors.deleteAllOf;
-    if (intercept) await intercept(this.#inner, ref, options);
-    else await this.#inner.deleteAllOf(ref, options);
-  }
-
-  /** The `status` subresource. */
-  status(): SubResourceClient {
-    return this.subResource("status");
-  }
-
-  /** A subresource by name: `status`, `scale` and `eviction` are served. */
-  subResource(name: string): SubResourceClient {
-    const inner = this.#inner.subResource(name);
-    const i = this.#interceptors;
-    const client = this.#inner;
-    return {
-      get: async <R>(obj: KubeObject, options?: GetOptions) =>
-        (i.subResourceGet
-          ? await i.subResourceGet(client, name, obj, options)
-          : await inner.get(obj, options)) as R,
-      create: async <R>(obj: KubeObject, body: unknown, options?: CreateOptions) =>
-        (i.subResourceCreate
-          ? await i.subResourceCreate(client, name, obj, body, options)
-          : await inner.create(obj, body, options)) as R,
-      update: async <T extends KubeObject, B extends KubeObject = T>(
-        obj: T,
-        options?: UpdateOptions & SubResourceWriteOptions<B>,
-      ) =>
-        (i.subResourceUpdate
-          ? await i.subResourceUpdate(client, name, obj, options)
-          : await inner.update(obj, options)) as B,
-      patch: async <T extends KubeObject, B extends KubeObject = T>(
-        obj: T,
-        patch: Patch<B>,
-        options?: PatchOptions & SubResourceWriteOptions<B>,
-      ) =>
-        (i.subResourcePatch
-          ? await i.subResourcePatch(
-            client,
-            name,
-            obj,
-            patch as unknown as Patch<KubeObject>,
-            options as PatchOptions & SubResourceWriteOptions<KubeObject>,
-          )
-          : await inner.patch(obj, patch, options)) as B,
-      apply: async <T extends KubeObject>(obj: T, options: ApplyOptions) =>
-        (i.subResourceApply
-          ? await i.subResourceApply(client, name, obj, options)
-          : await inner.apply(obj, options)) as T,
-    };
   }
 }

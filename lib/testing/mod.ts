@@ -39,11 +39,6 @@ export {
   type EnvironmentOptions,
   type ProcessFlags,
 } from "./envtest.ts";
-export {
-  FakeClient,
-  type FakeClientInterceptors,
-  type FakeClientOptions,
-  type SelectableFields,
-} from "./fake_client.ts";
+export { FakeClient, type FakeClientOptions, type SelectableFields } from "./fake_client.ts";
 export { FakeClock } from "./fake_clock.ts";
 export type { Clock, TimerHandle } from "../util/clock.ts";

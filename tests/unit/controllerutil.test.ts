@@ -10,7 +10,8 @@ import type { CachedClient } from "../../lib/cache/cached_client.ts";
 import type { Client } from "../../lib/client/client.ts";
 import type { Patch } from "../../lib/client/patch.ts";
 import { ApiError, isForbidden } from "../../lib/kube/errors.ts";
-import { FakeClient, type FakeClientInterceptors } from "../../lib/testing/fake_client.ts";
+import { FakeClient } from "../../lib/testing/fake_client.ts";
+import { type InterceptorFuncs, newInterceptedClient } from "../../lib/client/interceptor.ts";
 import {
   addFinalizer,
   AlreadyOwnedError,
@@ -60,40 +61,40 @@ interface Writes {
 /** A FakeClient that records its writes, and may hand out frozen objects like a cache. */
 function recordingClient(
   objects: KubeObject[] = [],
-  options: { frozenReads?: boolean; get?: FakeClientInterceptors["get"] } = {},
-): { client: FakeClient; writes: Writes } {
+  options: { frozenReads?: boolean; get?: InterceptorFuncs["get"] } = {},
+): { client: Client; writes: Writes } {
   const writes: Writes = { verbs: [], patches: [] };
-  const client = new FakeClient({
-    objects,
-    interceptors: {
-      get: async (inner, type, key, opts) => {
-        const obj = options.get
-          ? await options.get(inner, type, key, opts)
-          : await inner.get(type as typeof ConfigMap, key, opts);
-        return options.frozenReads ? deepFreeze(obj) as KubeObject : obj;
-      },
-      create: async (inner, obj, opts) => {
-        writes.verbs.push("create");
-        return await inner.create(obj, opts);
-      },
-      update: async (inner, obj, opts) => {
-        writes.verbs.push("update");
-        return await inner.update(obj, opts);
-      },
-      patch: async (inner, obj, patch, opts) => {
-        writes.verbs.push("patch");
-        writes.patches.push({ subresource: "", body: patch.data(obj) });
-        return await inner.patch(obj, patch, opts);
-      },
-      subResourceUpdate: async (inner, name, obj, opts) => {
-        writes.verbs.push(`${name}.update`);
-        return await inner.subResource(name).update(obj, opts);
-      },
-      subResourcePatch: async (inner, name, obj, patch, opts) => {
-        writes.verbs.push(`${name}.patch`);
-        writes.patches.push({ subresource: name, body: patch.data(obj) });
-        return await inner.subResource(name).patch(obj, patch as Patch<KubeObject>, opts);
-      },
+  const client = newInterceptedClient(new FakeClient({ objects }), {
+    get: async (inner, type, key, opts) => {
+      const obj = options.get
+        ? await options.get(inner, type, key, opts)
+        : await inner.get(type, key, opts);
+      // Frozen in place, as a cache hands out its objects.
+      if (options.frozenReads) deepFreeze(obj);
+      return obj;
+    },
+    create: async (inner, obj, opts) => {
+      writes.verbs.push("create");
+      return await inner.create(obj, opts);
+    },
+    update: async (inner, obj, opts) => {
+      writes.verbs.push("update");
+      return await inner.update(obj, opts);
+    },
+    patch: async (inner, obj, patch, opts) => {
+      writes.verbs.push("patch");
+      writes.patches.push({ subresource: "", body: patch.data(obj) });
+      return await inner.patch(obj, patch, opts);
+    },
+    subResourceUpdate: async (inner, name, obj, opts) => {
+      writes.verbs.push(`${name}.update`);
+      return await inner.subResource(name).update(obj, opts);
+    },
+    subResourcePatch: async (inner, name, obj, patch, opts) => {
+      writes.verbs.push(`${name}.patch`);
+      // Without a body the object is the target; the test patches only objects.
+      writes.patches.push({ subresource: name, body: (patch as Patch<KubeObject>).data(obj) });
+      return await inner.subResource(name).patch(obj, patch, opts);
     },
   });
   return { client, writes };

@@ -6,7 +6,8 @@ import { EventsV1Event } from "../../lib/api/builtins.ts";
 import type { KubeObject } from "../../lib/api/resource.ts";
 import { deepFreeze } from "../../lib/api/readonly.ts";
 import { ApiError } from "../../lib/kube/errors.ts";
-import { FakeClient, type FakeClientInterceptors } from "../../lib/testing/fake_client.ts";
+import { FakeClient } from "../../lib/testing/fake_client.ts";
+import { type InterceptorFuncs, newInterceptedClient } from "../../lib/client/interceptor.ts";
 import { EventRecorder, type EventRecorderOptions } from "../../lib/events/recorder.ts";
 import { captureLogs } from "../support/logs.ts";
 import { eventually } from "../support/eventually.ts";
@@ -31,23 +32,19 @@ function pod(name: string, namespace = "default"): KubeObject {
 /** A recorder over a fake that counts creates and patches of Events. */
 function setup(
   options: Partial<EventRecorderOptions> = {},
-  interceptors: FakeClientInterceptors = {},
+  funcs: InterceptorFuncs = {},
 ) {
   const calls = { create: 0, patch: 0 };
-  const client = new FakeClient({
-    interceptors: {
-      create: async (inner, obj, opts) => {
-        calls.create++;
-        return interceptors.create
-          ? await interceptors.create(inner, obj, opts)
-          : await inner.create(obj, opts);
-      },
-      patch: async (inner, obj, patch, opts) => {
-        calls.patch++;
-        return interceptors.patch
-          ? await interceptors.patch(inner, obj, patch, opts)
-          : await inner.patch(obj, patch, opts);
-      },
+  const client = newInterceptedClient(new FakeClient(), {
+    create: async (inner, obj, opts) => {
+      calls.create++;
+      return funcs.create ? await funcs.create(inner, obj, opts) : await inner.create(obj, opts);
+    },
+    patch: async (inner, obj, patch, opts) => {
+      calls.patch++;
+      return funcs.patch
+        ? await funcs.patch(inner, obj, patch, opts)
+        : await inner.patch(obj, patch, opts);
     },
   });
   const time = testClock();

@@ -1,11 +1,13 @@
 // The FakeClient: the client contract first (the same scenarios the real client passes against
-// kube-apiserver), then what only a fake does: interceptors, initial objects, unknown kinds,
+// kube-apiserver), then what only a fake does: failure injection through the interceptor,
+// initial objects, unknown kinds,
 // isolation of the objects it hands out, its clock.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { isNoKindMatch, NoKindMatchError } from "../../lib/api/discovery.ts";
 import { type KubeObject, resourceType } from "../../lib/api/resource.ts";
 import { type Client } from "../../lib/client/client.ts";
+import { newInterceptedClient } from "../../lib/client/interceptor.ts";
 import { mergeFrom } from "../../lib/client/patch.ts";
 import { namespacedClient, withFieldOwner } from "../../lib/client/wrappers.ts";
 import { ApiError, isConflict, isNotFound } from "../../lib/kube/errors.ts";
@@ -48,12 +50,14 @@ function widget(name: string, spec: Widget["spec"] = {}): Widget {
   };
 }
 
-describe("FakeClient interceptors", () => {
-  it("inject an error into one call, then delegate to the fake", async () => {
-    let updates = 0;
-    const client = new FakeClient({
-      objects: [configMap("settings", { mode: "slow" })],
-      interceptors: {
+describe("FakeClient wrapped by newInterceptedClient", () => {
+  it(
+    "injects an error into one call, then delegates to the fake",
+    { timeout: 10_000 },
+    async () => {
+      let updates = 0;
+      const fake = new FakeClient({ objects: [configMap("settings", { mode: "slow" })] });
+      const client = newInterceptedClient(fake, {
         update: async (inner, obj, options) => {
           updates++;
           if (updates === 1) {
@@ -61,51 +65,49 @@ describe("FakeClient interceptors", () => {
           }
           return await inner.update(obj, options);
         },
-      },
-    });
-    const settings = await client.get(ConfigMap, { namespace: "default", name: "settings" });
-    await assert.rejects(client.update({ ...settings, data: { mode: "fast" } }), isConflict);
-    const updated = await client.update({ ...settings, data: { mode: "fast" } });
-    assert.deepEqual(updated.data, { mode: "fast" });
-    assert.equal(updates, 2);
-    const got = await client.get(ConfigMap, { namespace: "default", name: "settings" });
-    assert.deepEqual(got.data, { mode: "fast" });
-  });
+      });
+      const settings = await client.get(ConfigMap, { namespace: "default", name: "settings" });
+      await assert.rejects(client.update({ ...settings, data: { mode: "fast" } }), isConflict);
+      const updated = await client.update({ ...settings, data: { mode: "fast" } });
+      assert.deepEqual(updated.data, { mode: "fast" });
+      assert.equal(updates, 2);
+      const got = await client.get(ConfigMap, { namespace: "default", name: "settings" });
+      assert.deepEqual(got.data, { mode: "fast" });
+    },
+  );
 
-  it("may change arguments and results, and see every verb", async () => {
+  it("may change arguments and results, and sees every verb", { timeout: 10_000 }, async () => {
     const calls: string[] = [];
     const record = (verb: string) => calls.push(verb);
-    const client = new FakeClient({
-      interceptors: {
-        create: async (inner, obj, options) => {
-          record("create");
-          const labelled = { ...obj, metadata: { ...obj.metadata, labels: { seen: "yes" } } };
-          return await inner.create(labelled, options);
-        },
-        get: async (inner, type, key, options) => {
-          record("get");
-          return await inner.get(type, key, options);
-        },
-        list: async (inner, type, options) => {
-          record("list");
-          return await inner.list(type, options);
-        },
-        patch: async (inner, obj, patch, options) => {
-          record("patch");
-          return await inner.patch(obj, patch, options);
-        },
-        apply: async (inner, obj, options) => {
-          record("apply");
-          return await inner.apply(obj, options);
-        },
-        delete: async (inner, obj, options) => {
-          record("delete");
-          await inner.delete(obj, options);
-        },
-        deleteAllOf: async (inner, type, options) => {
-          record("deleteAllOf");
-          await inner.deleteAllOf(type, options);
-        },
+    const client = newInterceptedClient(new FakeClient(), {
+      create: async (inner, obj, options) => {
+        record("create");
+        const labelled = { ...obj, metadata: { ...obj.metadata, labels: { seen: "yes" } } };
+        return await inner.create(labelled, options);
+      },
+      get: async (inner, type, key, options) => {
+        record("get");
+        return await inner.get(type, key, options);
+      },
+      list: async (inner, type, options) => {
+        record("list");
+        return await inner.list(type, options);
+      },
+      patch: async (inner, obj, patch, options) => {
+        record("patch");
+        return await inner.patch(obj, patch, options);
+      },
+      apply: async (inner, obj, options) => {
+        record("apply");
+        return await inner.apply(obj, options);
+      },
+      delete: async (inner, obj, options) => {
+        record("delete");
+        await inner.delete(obj, options);
+      },
+      deleteAllOf: async (inner, type, options) => {
+        record("deleteAllOf");
+        await inner.deleteAllOf(type, options);
       },
     });
     const created = await client.create(configMap("a"));
@@ -134,31 +136,31 @@ describe("FakeClient interceptors", () => {
     assert.equal((await client.list(ConfigMap, { namespace: "default" })).items.length, 0);
   });
 
-  it("stand in for subresource calls, naming the subresource", async () => {
+  it("stands in for subresource calls, naming the subresource", { timeout: 10_000 }, async () => {
     const seen: string[] = [];
-    const client = new FakeClient({
+    const fake = new FakeClient({
       objects: [{
         apiVersion: "apps/v1",
         kind: "Deployment",
         metadata: { namespace: "default", name: "web" },
         spec: { replicas: 1, selector: { matchLabels: { app: "web" } }, template: {} },
       } as Deployment],
-      interceptors: {
-        subResourceUpdate: async (inner, subResource, obj, options) => {
-          seen.push(`update ${subResource}`);
-          if (subResource === "status") {
-            throw new ApiError({ code: 500, reason: "InternalError", message: "etcd is down" });
-          }
-          return await inner.subResource(subResource).update(obj, options);
-        },
-        subResourceGet: async (inner, subResource, obj, options) => {
-          seen.push(`get ${subResource}`);
-          return await inner.subResource(subResource).get(obj, options);
-        },
-        subResourcePatch: async (inner, subResource, obj, patch, options) => {
-          seen.push(`patch ${subResource}`);
-          return await inner.subResource(subResource).patch(obj, patch, options);
-        },
+    });
+    const client = newInterceptedClient(fake, {
+      subResourceUpdate: async (inner, subResource, obj, options) => {
+        seen.push(`update ${subResource}`);
+        if (subResource === "status") {
+          throw new ApiError({ code: 500, reason: "InternalError", message: "etcd is down" });
+        }
+        return await inner.subResource(subResource).update(obj, options);
+      },
+      subResourceGet: async (inner, subResource, obj, options) => {
+        seen.push(`get ${subResource}`);
+        return await inner.subResource(subResource).get(obj, options);
+      },
+      subResourcePatch: async (inner, subResource, obj, patch, options) => {
+        seen.push(`patch ${subResource}`);
+        return await inner.subResource(subResource).patch(obj, patch, options);
       },
     });
     const web = await client.get(Deployment, { namespace: "default", name: "web" });

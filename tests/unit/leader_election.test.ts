@@ -14,6 +14,7 @@ import {
   LeaderElector,
 } from "../../lib/leaderelection/leader_election.ts";
 import { FakeClient } from "../../lib/testing/fake_client.ts";
+import { newInterceptedClient } from "../../lib/client/interceptor.ts";
 import { captureLogs } from "../support/logs.ts";
 
 const namespace = "operators";
@@ -245,13 +246,11 @@ describe("LeaderElector", () => {
   it("keeps leading through API errors that end before renewDeadline", async () => {
     const clock = new FakeClock();
     let down = false;
-    const client = new FakeClient({
-      interceptors: {
-        get: (inner, type, k, options) =>
-          down ? Promise.reject(failure()) : inner.get(type as typeof Lease, k, options),
-        update: (inner, obj, options) =>
-          down ? Promise.reject(failure()) : inner.update(obj, options),
-      },
+    const client = newInterceptedClient(new FakeClient(), {
+      get: (inner, type, k, options) =>
+        down ? Promise.reject(failure()) : inner.get(type, k, options),
+      update: (inner, obj, options) =>
+        down ? Promise.reject(failure()) : inner.update(obj, options),
     });
     const a = start(client, clock, "a");
     await a.elector.elected();
@@ -270,13 +269,11 @@ describe("LeaderElector", () => {
     try {
       const clock = new FakeClock();
       let down = false;
-      const client = new FakeClient({
-        interceptors: {
-          get: (inner, type, k, options) =>
-            down ? Promise.reject(failure()) : inner.get(type as typeof Lease, k, options),
-          update: (inner, obj, options) =>
-            down ? Promise.reject(failure()) : inner.update(obj, options),
-        },
+      const client = newInterceptedClient(new FakeClient(), {
+        get: (inner, type, k, options) =>
+          down ? Promise.reject(failure()) : inner.get(type, k, options),
+        update: (inner, obj, options) =>
+          down ? Promise.reject(failure()) : inner.update(obj, options),
       });
       const a = start(client, clock, "a");
       await a.elector.elected(); // acquired at local time 0
@@ -307,10 +304,8 @@ describe("LeaderElector", () => {
   it("gives up at renewDeadline even when a renewal request hangs", async () => {
     const clock = new FakeClock();
     let hang = false;
-    const client = new FakeClient({
-      interceptors: {
-        update: (inner, obj, options) => hang ? new Promise(() => {}) : inner.update(obj, options),
-      },
+    const client = newInterceptedClient(new FakeClient(), {
+      update: (inner, obj, options) => hang ? new Promise(() => {}) : inner.update(obj, options),
     });
     const a = start(client, clock, "a");
     await a.elector.elected();
@@ -351,16 +346,14 @@ describe("LeaderElector", () => {
   it("keeps leading after a Conflict from a change that left it the holder", async () => {
     const clock = new FakeClock();
     let conflicts = 0;
-    const client = new FakeClient({
-      interceptors: {
-        update: async (inner, obj, options) => {
-          try {
-            return await inner.update(obj, options);
-          } catch (err) {
-            if (isConflict(err)) conflicts++;
-            throw err;
-          }
-        },
+    const client = newInterceptedClient(new FakeClient(), {
+      update: async (inner, obj, options) => {
+        try {
+          return await inner.update(obj, options);
+        } catch (err) {
+          if (isConflict(err)) conflicts++;
+          throw err;
+        }
       },
     });
     const a = start(client, clock, "a");
