@@ -436,20 +436,18 @@ export {
 export {
   type AuthProvider,
   type Credentials,
-  DEFAULT_SERVICE_ACCOUNT_DIR,
+  type KubeConfig,
+  type LoadConfigOptions,
+} from "./lib/kube/config/types.ts";
+export { KubeconfigError } from "./lib/kube/config/errors.ts";
+export { FileTokenSource, type FileTokenSourceOptions } from "./lib/kube/config/auth.ts";
+export {
   type ExecClusterInfo,
   type ExecCredentialOptions,
   ExecCredentialProvider,
-  FileTokenSource,
-  type FileTokenSourceOptions,
-  inClusterConfig,
-  type KubeConfig,
-  KubeconfigError,
-  kubeconfigFromObject,
-  loadConfig,
-  type LoadConfigOptions,
-  loadKubeconfigFile,
-} from "./lib/kube/config.ts";
+} from "./lib/kube/config/exec.ts";
+export { DEFAULT_SERVICE_ACCOUNT_DIR, inClusterConfig } from "./lib/kube/config/in_cluster.ts";
+export { kubeconfigFromObject, loadConfig, loadKubeconfigFile } from "./lib/kube/config/load.ts";
 
 export {
   ApiError,

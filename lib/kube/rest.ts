@@ -6,7 +6,7 @@
  */
 
 import { getLogger } from "@logtape/logtape";
-import type { KubeConfig } from "./config.ts";
+import type { KubeConfig } from "./config/types.ts";
 import { ApiError } from "./errors.ts";
 import { createTransport, type Transport, type TransportOptions } from "./transport.ts";
 import { decodeWatchStream, type WatchEvent } from "./watch.ts";

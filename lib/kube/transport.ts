@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Credentials, KubeConfig } from "./config.ts";
+import type { Credentials, KubeConfig } from "./config/types.ts";
 import { createBunFetcher } from "./transport_bun.ts";
 import { createDenoFetcher } from "./transport_deno.ts";
 import { VERSION } from "../version.ts";

@@ -29,7 +29,8 @@ import { type Client, newClient } from "../client/client.ts";
 import type { ControllerHost } from "../controller/builder.ts";
 import type { ControllerOptions } from "../controller/controller.ts";
 import type { Runnable } from "../util/runnable.ts";
-import { type AuthProvider, type KubeConfig, loadConfig } from "../kube/config.ts";
+import type { AuthProvider, KubeConfig } from "../kube/config/types.ts";
+import { loadConfig } from "../kube/config/load.ts";
 import { RestClient } from "../kube/rest.ts";
 import {
   controllerMetrics,

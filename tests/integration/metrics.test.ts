@@ -11,7 +11,7 @@ import {
   ServiceAccount,
 } from "../../lib/api/builtins.ts";
 import { type Client, newClient } from "../../lib/client/client.ts";
-import type { KubeConfig } from "../../lib/kube/config.ts";
+import type { KubeConfig } from "../../lib/kube/config/types.ts";
 import { RestClient } from "../../lib/kube/rest.ts";
 import { metricsApp, Registry, restClientMetrics } from "../../lib/metrics/mod.ts";
 import { Environment } from "../../lib/testing/envtest.ts";

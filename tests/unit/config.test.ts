@@ -6,16 +6,16 @@ import * as os from "node:os";
 import * as path from "node:path";
 import process from "node:process";
 import { stringify } from "yaml";
+import { KubeconfigError } from "../../lib/kube/config/errors.ts";
+import { FileTokenSource } from "../../lib/kube/config/auth.ts";
+import { ExecCredentialProvider } from "../../lib/kube/config/exec.ts";
+import { inClusterConfig } from "../../lib/kube/config/in_cluster.ts";
 import {
-  ExecCredentialProvider,
-  FileTokenSource,
-  inClusterConfig,
-  KubeconfigError,
   kubeconfigFromObject,
   loadConfig,
   loadConfigFrom,
   loadKubeconfigFile,
-} from "../../lib/kube/config.ts";
+} from "../../lib/kube/config/load.ts";
 
 const CA_PEM = "-----BEGIN CERTIFICATE-----\nY2EgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n";
 const CERT_PEM = "-----BEGIN CERTIFICATE-----\nY2xpZW50IGNlcnQ=\n-----END CERTIFICATE-----\n";

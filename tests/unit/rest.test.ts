@@ -2,7 +2,7 @@
 // timeouts and watches. The real API server is exercised in tests/integration/rest.test.ts.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import type { KubeConfig } from "../../lib/kube/config.ts";
+import type { KubeConfig } from "../../lib/kube/config/types.ts";
 import { ApiError, isGone, isNotFound } from "../../lib/kube/errors.ts";
 import {
   encodeQuery,

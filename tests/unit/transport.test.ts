@@ -3,7 +3,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
-import type { AuthProvider, KubeConfig } from "../../lib/kube/config.ts";
+import type { AuthProvider, KubeConfig } from "../../lib/kube/config/types.ts";
 import { createTransport, defaultUserAgent } from "../../lib/kube/transport.ts";
 import { VERSION } from "../../lib/version.ts";
 
