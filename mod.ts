@@ -452,6 +452,9 @@ export { kubeconfigFromObject, loadConfig, loadKubeconfigFile } from "./lib/kube
 export {
   ApiError,
   type ApiErrorOptions,
+  ConnectionError,
+  type ConnectionErrorOptions,
+  type ConnectionFailure,
   ignoreAlreadyExists,
   ignoreNotFound,
   isAlreadyExists,
