@@ -224,6 +224,7 @@ describe("no credential in any message", () => {
         server: `https://admin:${SECRET.serverPassword}@127.0.0.1:${port}`,
       }, {});
       await request(file);
+      assert.equal(lastAuthorization, `Basic ${base64(`admin:${SECRET.serverPassword}`)}`);
     },
   );
 
