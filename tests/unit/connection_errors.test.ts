@@ -4,6 +4,7 @@
 // the host and the reason, on Deno and on Bun.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { createServer as createHttpServer } from "node:http";
 import { createServer, type Server } from "node:https";
 import { createServer as createNetServer } from "node:net";
 import type { KubeConfig } from "../../lib/kube/config/types.ts";
@@ -123,6 +124,30 @@ describe("connection failures", () => {
     expectReason(err, "proxy", `127.0.0.1:${closedPort}`);
     assert.match(err.message, new RegExp(`proxy 127\\.0\\.0\\.1:${closedPort}`));
     assert.match(err.message, new RegExp(`for 127\\.0\\.0\\.1:${tlsPort}`));
+  });
+
+  it("sends a proxy URL's user-info as Proxy-Authorization", TIMEOUT, async () => {
+    let seen: string | undefined;
+    const proxy = createHttpServer((req, res) => {
+      seen = req.headers["proxy-authorization"];
+      res.writeHead(502);
+      res.end();
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    const proxyPort = (proxy.address() as { port: number }).port;
+    const transport = createTransport(config({
+      server: "http://192.0.2.1:6443",
+      proxyURL: `http://proxy-user:proxy%20pw@127.0.0.1:${proxyPort}`,
+    }));
+    try {
+      const response = await transport.fetch("/version");
+      await response.body?.cancel();
+      assert.equal(response.status, 502);
+      assert.equal(seen, `Basic ${btoa("proxy-user:proxy pw")}`);
+    } finally {
+      transport.close();
+      await new Promise((resolve) => proxy.close(resolve));
+    }
   });
 
   it("says a host name does not resolve", TIMEOUT, async () => {
