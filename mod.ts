@@ -446,7 +446,11 @@ export {
   type ExecCredentialOptions,
   ExecCredentialProvider,
 } from "./lib/kube/config/exec.ts";
-export { DEFAULT_SERVICE_ACCOUNT_DIR, inClusterConfig } from "./lib/kube/config/in_cluster.ts";
+export {
+  DEFAULT_SERVICE_ACCOUNT_DIR,
+  inClusterConfig,
+  type InClusterOptions,
+} from "./lib/kube/config/in_cluster.ts";
 export { kubeconfigFromObject, loadConfig, loadKubeconfigFile } from "./lib/kube/config/load.ts";
 
 export {
