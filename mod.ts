@@ -461,6 +461,7 @@ export {
   type ConnectionFailure,
   ignoreAlreadyExists,
   ignoreNotFound,
+  InvalidHeaderError,
   isAlreadyExists,
   isConflict,
   isForbidden,

@@ -1,7 +1,8 @@
 /**
  * Errors from the Kubernetes API, built from the `Status` object the API server returns, and
  * the predicates a reconciler uses to tell them apart (`isNotFound`, `isConflict`, …); and
- * {@linkcode ConnectionError} for a request that got no answer at all.
+ * {@linkcode ConnectionError} for a request that got no answer at all, and
+ * {@linkcode InvalidHeaderError} for a credential that cannot be sent as a header.
  *
  * @module
  */
@@ -364,5 +365,26 @@ export class ConnectionError extends Error {
     this.reason = options.reason;
     this.method = options.method;
     this.path = options.path;
+  }
+}
+
+/**
+ * A header whose value cannot be sent: it holds a control character, a line break or a
+ * character outside Latin-1. The message names the header and where it came from, never the
+ * value.
+ */
+export class InvalidHeaderError extends TypeError {
+  /** The header's name, e.g. `Authorization`. */
+  readonly header: string;
+
+  /** Builds the error for `header`, whose value came from `source`. */
+  constructor(header: string, source: string) {
+    super(
+      `the ${header} header from ${source} contains a character that is not allowed in an ` +
+        `HTTP header (a control character, a line break or a non-Latin-1 character); ` +
+        `its value is not shown`,
+    );
+    this.name = "InvalidHeaderError";
+    this.header = header;
   }
 }

@@ -140,24 +140,3 @@ export function isValidHeaderValue(value: string): boolean {
   }
   return true;
 }
-
-/**
- * A header whose value cannot be sent: it holds a control character, a line break or a
- * character outside Latin-1. The message names the header and where it came from, never the
- * value.
- */
-export class InvalidHeaderError extends TypeError {
-  /** The header's name, e.g. `Authorization`. */
-  readonly header: string;
-
-  /** Builds the error for `header`, whose value came from `source`. */
-  constructor(header: string, source: string) {
-    super(
-      `the ${header} header from ${source} contains a character that is not allowed in an ` +
-        `HTTP header (a control character, a line break or a non-Latin-1 character); ` +
-        `its value is not shown`,
-    );
-    this.name = "InvalidHeaderError";
-    this.header = header;
-  }
-}

@@ -9,9 +9,8 @@
 import { Buffer } from "node:buffer";
 import { X509Certificate } from "node:crypto";
 import type { Credentials, KubeConfig } from "./config/types.ts";
-import { ConnectionError, type ConnectionFailure } from "./errors.ts";
+import { ConnectionError, type ConnectionFailure, InvalidHeaderError } from "./errors.ts";
 import {
-  InvalidHeaderError,
   isValidHeaderValue,
   redactError,
   redactText,

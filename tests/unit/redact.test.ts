@@ -3,7 +3,6 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { inspect } from "node:util";
 import {
-  InvalidHeaderError,
   isValidHeaderValue,
   REDACTED,
   redactError,
@@ -14,6 +13,7 @@ import {
   urlUserInfo,
 } from "../../lib/kube/redact.ts";
 import { toConnectionError } from "../../lib/kube/transport.ts";
+import { InvalidHeaderError } from "../../lib/kube/errors.ts";
 
 const TIMEOUT = { timeout: 10_000 };
 
