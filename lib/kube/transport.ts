@@ -19,33 +19,10 @@ import {
   secretsOfURL,
   urlUserInfo,
 } from "./redact.ts";
+import type { Fetcher, TlsSettings } from "./fetcher.ts";
 import { createBunFetcher } from "./transport_bun.ts";
 import { createDenoFetcher } from "./transport_deno.ts";
 import { VERSION } from "../version.ts";
-
-/** TLS settings for one connection pool. */
-export interface TlsSettings {
-  /** PEM CA bundle; unset means the runtime's root store. */
-  caData?: string;
-  /** PEM client certificate. */
-  cert?: string;
-  /** PEM client key. */
-  key?: string;
-  /** Skip server certificate verification. */
-  insecureSkipTLSVerify?: boolean;
-  /** Name to verify the server certificate against. */
-  serverName?: string;
-  /** HTTP(S) proxy URL. */
-  proxyURL?: string;
-}
-
-/** A `fetch` bound to one set of TLS settings, with the pool it owns. */
-export interface Fetcher {
-  /** Sends a request over this fetcher's connections. */
-  fetch(url: string, init: RequestInit): Promise<Response>;
-  /** Closes idle connections and releases the pool. */
-  close(): void;
-}
 
 /** Options of {@linkcode createTransport}. */
 export interface TransportOptions {

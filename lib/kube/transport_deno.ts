@@ -6,7 +6,7 @@
 
 import { getLogger } from "@logtape/logtape";
 import { redactURL, urlUserInfo } from "./redact.ts";
-import type { Fetcher, TlsSettings } from "./transport.ts";
+import type { Fetcher, TlsSettings } from "./fetcher.ts";
 
 const logger = getLogger(["rudder", "kube", "transport"]);
 
