@@ -11,7 +11,8 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, watch } from "node:fs";
 import { join, resolve, sep } from "node:path";
 import process from "node:process";
-import { type KubeConfig, loadConfig } from "../lib/kube/config.ts";
+import type { KubeConfig } from "../lib/kube/config/types.ts";
+import { loadConfig } from "../lib/kube/config/load.ts";
 import { Environment, installCRDs } from "../lib/testing/envtest.ts";
 import {
   choiceFlag,

@@ -7,7 +7,7 @@
  */
 
 import { newCache } from "../../lib/cache/cache.ts";
-import { loadConfig } from "../../lib/kube/config.ts";
+import { loadConfig } from "../../lib/kube/config/load.ts";
 import { ConfigMap } from "../../lib/api/mod.ts";
 import { contenderArgs, report, rssAfterGC } from "./measure.ts";
 

@@ -7,12 +7,12 @@
  * @module
  */
 
-import { loadConfig } from "../../lib/kube/config.ts";
-import { createTransport } from "../../lib/kube/transport.ts";
+import { loadConfig } from "../../lib/kube/config/load.ts";
+import { newTransport } from "../../lib/kube/transport.ts";
 import { contenderArgs, report, rssAfterGC } from "../contenders/measure.ts";
 
 const args = contenderArgs();
-const transport = createTransport(await loadConfig({ kubeconfig: args.kubeconfig }));
+const transport = newTransport(await loadConfig({ kubeconfig: args.kubeconfig }));
 const path = `/api/v1/namespaces/${encodeURIComponent(args.namespace)}/configmaps`;
 try {
   const rssBaselineBytes = await rssAfterGC();

@@ -27,7 +27,7 @@ import {
   type LabelSelectorInput,
   type ListOptions,
 } from "../client/options.ts";
-import type { KubeConfig } from "../kube/config.ts";
+import type { KubeConfig } from "../kube/config/types.ts";
 import { ApiError } from "../kube/errors.ts";
 import { RestClient, type RestClientOptions } from "../kube/rest.ts";
 import {

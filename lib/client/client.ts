@@ -18,7 +18,7 @@ import {
   type ResourceType,
   type Unstructured,
 } from "../api/resource.ts";
-import type { KubeConfig } from "../kube/config.ts";
+import type { KubeConfig } from "../kube/config/types.ts";
 import { RestClient, type RestClientOptions } from "../kube/rest.ts";
 import { ApiError } from "../kube/errors.ts";
 import {

@@ -1,6 +1,8 @@
 /**
  * Errors from the Kubernetes API, built from the `Status` object the API server returns, and
- * the predicates a reconciler uses to tell them apart (`isNotFound`, `isConflict`, …).
+ * the predicates a reconciler uses to tell them apart (`isNotFound`, `isConflict`, …); and
+ * {@linkcode ConnectionError} for a request that got no answer at all, and
+ * {@linkcode InvalidHeaderError} for a credential that cannot be sent as a header.
  *
  * @module
  */
@@ -283,4 +285,110 @@ export function ignoreNotFound(err: unknown): undefined {
 export function ignoreAlreadyExists(err: unknown): undefined {
   if (isAlreadyExists(err)) return undefined;
   throw err;
+}
+
+/**
+ * Why a request got no answer from the API server:
+ * - `refused`: nothing listens at the server's address and port;
+ * - `dns`: the server's host name does not resolve;
+ * - `untrusted-certificate`: the server's certificate is not signed by a trusted CA;
+ * - `tls`: another TLS failure (a certificate for another name, a bad client key, …);
+ * - `invalid-ca`: the configured CA data is not a PEM certificate;
+ * - `proxy`: the configured proxy cannot be reached;
+ * - `timeout`: connecting timed out;
+ * - `reset`: the connection was closed before an answer came;
+ * - `unknown`: anything else (the message carries the runtime's words).
+ */
+export type ConnectionFailure =
+  | "refused"
+  | "dns"
+  | "untrusted-certificate"
+  | "tls"
+  | "invalid-ca"
+  | "proxy"
+  | "timeout"
+  | "reset"
+  | "unknown";
+
+/** Options of {@linkcode ConnectionError}. */
+export interface ConnectionErrorOptions {
+  /** `host:port` that could not be reached: the API server, or the proxy for `proxy`. */
+  host: string;
+  /** What went wrong. */
+  reason: ConnectionFailure;
+  /** A sentence on the failure, e.g. `connection refused`; no credentials. */
+  detail: string;
+  /** HTTP method of the request, when known. */
+  method?: string;
+  /** Path (without query) of the request, when known. */
+  path?: string;
+  /** The runtime's error, with credentials already removed from its messages. */
+  cause?: unknown;
+}
+
+/**
+ * A request that got no answer: the connection, the TLS handshake or the proxy failed. Unlike
+ * the runtimes' own errors ("fetch failed" on Deno, "Was there a typo in the url or port?" on
+ * Bun), the message names the host and the reason; `cause` keeps the runtime's error chain
+ * (names, messages and codes, with any credential blanked).
+ *
+ * @example Tell an unreachable server from a refusal
+ * ```ts
+ * import { loadConfig } from "@rudder/operator";
+ * import { ConnectionError, RestClient } from "@rudder/operator/kube";
+ *
+ * const rest = new RestClient(await loadConfig());
+ * try {
+ *   await rest.request({ path: "/version" });
+ * } catch (err) {
+ *   if (err instanceof ConnectionError) console.error(err.host, err.reason);
+ *   else throw err;
+ * }
+ * ```
+ */
+export class ConnectionError extends Error {
+  /** `host:port` that could not be reached. */
+  readonly host: string;
+  /** What went wrong. */
+  readonly reason: ConnectionFailure;
+  /** HTTP method of the request, when known. */
+  readonly method?: string;
+  /** Path of the request, when known. */
+  readonly path?: string;
+
+  /** Builds the error; the message is `[<method> <path>: ]cannot connect to <host>: <detail>`. */
+  constructor(options: ConnectionErrorOptions) {
+    const where = options.method && options.path ? `${options.method} ${options.path}: ` : "";
+    const target = options.reason === "proxy" ? `proxy ${options.host}` : options.host;
+    super(
+      `${where}cannot connect to ${target}: ${options.detail}`,
+      options.cause === undefined ? undefined : { cause: options.cause },
+    );
+    this.name = "ConnectionError";
+    this.host = options.host;
+    this.reason = options.reason;
+    this.method = options.method;
+    this.path = options.path;
+  }
+}
+
+/**
+ * A header whose value cannot be sent: it holds a control character, a line break or a
+ * character outside Latin-1. The message names the header and where it came from, never the
+ * value.
+ */
+export class InvalidHeaderError extends TypeError {
+  /** The header's name, e.g. `Authorization`. */
+  readonly header: string;
+
+  /** Builds the error for `header`, whose value came from `source`. */
+  constructor(header: string, source: string) {
+    super(
+      `the ${header} header from ${source} contains a character that is not allowed in an ` +
+        `HTTP header (a control character, a line break or a non-Latin-1 character); ` +
+        `its value is not shown`,
+    );
+    this.name = "InvalidHeaderError";
+    this.header = header;
+  }
 }

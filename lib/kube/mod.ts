@@ -1,7 +1,7 @@
 /**
  * The connection to the API server, under the client and the cache: where it is and who we are
  * ({@linkcode loadConfig}: kubeconfig files, merged `$KUBECONFIG`, exec plugins, rotating tokens,
- * in-cluster), how requests reach it ({@linkcode createTransport}: per-runtime TLS), the REST
+ * in-cluster), how requests reach it ({@linkcode newTransport}: per-runtime TLS), the REST
  * client with typed errors and retries ({@linkcode RestClient}), and watch streams decoded from
  * newline-delimited JSON ({@linkcode decodeWatchStream}). The counterpart of controller-runtime's
  * `pkg/client/config` and client-go's `rest`.
@@ -27,23 +27,32 @@ export { VERSION } from "../version.ts";
 export {
   type AuthProvider,
   type Credentials,
-  DEFAULT_SERVICE_ACCOUNT_DIR,
+  type KubeConfig,
+  type LoadConfigOptions,
+} from "./config/types.ts";
+export { KubeconfigError } from "./config/errors.ts";
+export { FileTokenSource, type FileTokenSourceOptions } from "./config/auth.ts";
+export {
+  DEFAULT_EXEC_TIMEOUT_MS,
   type ExecClusterInfo,
   type ExecCredentialOptions,
   ExecCredentialProvider,
-  FileTokenSource,
-  type FileTokenSourceOptions,
-  inClusterConfig,
-  type KubeConfig,
-  KubeconfigError,
-  kubeconfigFromObject,
-  loadConfig,
-  type LoadConfigOptions,
-  loadKubeconfigFile,
-} from "./config.ts";
+} from "./config/exec.ts";
 export {
-  createTransport,
+  DEFAULT_SERVICE_ACCOUNT_DIR,
+  inClusterConfig,
+  type InClusterOptions,
+} from "./config/in_cluster.ts";
+export { kubeconfigFromObject, loadConfig, loadKubeconfigFile } from "./config/load.ts";
+export {
+  ConnectionError,
+  type ConnectionErrorOptions,
+  type ConnectionFailure,
+  InvalidHeaderError,
+} from "./errors.ts";
+export {
   defaultUserAgent,
+  newTransport,
   type Transport,
   type TransportOptions,
 } from "./transport.ts";

@@ -6,9 +6,10 @@
  */
 
 import { getLogger } from "@logtape/logtape";
-import type { KubeConfig } from "./config.ts";
-import { ApiError } from "./errors.ts";
-import { createTransport, type Transport, type TransportOptions } from "./transport.ts";
+import type { KubeConfig } from "./config/types.ts";
+import { ApiError, ConnectionError } from "./errors.ts";
+import { redactURL } from "./redact.ts";
+import { newTransport, type Transport, type TransportOptions } from "./transport.ts";
 import { decodeWatchStream, type WatchEvent } from "./watch.ts";
 import { sleep } from "../util/abort.ts";
 
@@ -163,8 +164,9 @@ function retryAfterSeconds(response: Response): number | undefined {
 
 /**
  * Talks to one API server. Requests resolve to parsed JSON and reject with an
- * {@linkcode ApiError} when the server refuses them; network failures reject with an `Error`
- * naming the request, and an aborted request rejects with the signal's reason.
+ * {@linkcode ApiError} when the server refuses them; network failures reject with a
+ * {@linkcode ConnectionError} naming the request, the host and the reason, and an aborted
+ * request rejects with the signal's reason.
  *
  * @example
  * ```ts
@@ -194,7 +196,7 @@ export class RestClient {
   /** Creates a client for `config`. */
   constructor(config: KubeConfig, options: RestClientOptions = {}) {
     this.config = config;
-    this.#transport = options.transport ?? createTransport(config, options);
+    this.#transport = options.transport ?? newTransport(config, options);
     this.#timeout = options.timeout ?? DEFAULT_TIMEOUT_MS;
     this.#maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
     if (options.qps !== undefined && options.qps > 0) {
@@ -253,7 +255,17 @@ export class RestClient {
           await sleep(backoffMs(attempt), signal);
           continue;
         }
-        throw new Error(`${method} ${this.config.server}${request.path}: ${reason}`, {
+        if (err instanceof ConnectionError) {
+          throw new ConnectionError({
+            host: err.host,
+            reason: err.reason,
+            detail: reason.replace(/^cannot connect to (proxy )?\S+: /, ""),
+            method,
+            path: request.path,
+            cause: err.cause,
+          });
+        }
+        throw new Error(`${method} ${redactURL(this.config.server)}${request.path}: ${reason}`, {
           cause: err,
         });
       }

@@ -6,36 +6,25 @@
  * @module
  */
 
-import type { Credentials, KubeConfig } from "./config.ts";
+import { Buffer } from "node:buffer";
+import { X509Certificate } from "node:crypto";
+import type { Credentials, KubeConfig } from "./config/types.ts";
+import { ConnectionError, type ConnectionFailure, InvalidHeaderError } from "./errors.ts";
+import {
+  isValidHeaderValue,
+  redactError,
+  redactText,
+  redactURL,
+  secretsOf,
+  secretsOfURL,
+  urlUserInfo,
+} from "./redact.ts";
+import type { Fetcher, TlsSettings } from "./fetcher.ts";
 import { createBunFetcher } from "./transport_bun.ts";
 import { createDenoFetcher } from "./transport_deno.ts";
 import { VERSION } from "../version.ts";
 
-/** TLS settings for one connection pool. */
-export interface TlsSettings {
-  /** PEM CA bundle; unset means the runtime's root store. */
-  caData?: string;
-  /** PEM client certificate. */
-  cert?: string;
-  /** PEM client key. */
-  key?: string;
-  /** Skip server certificate verification. */
-  insecureSkipTLSVerify?: boolean;
-  /** Name to verify the server certificate against. */
-  serverName?: string;
-  /** HTTP(S) proxy URL. */
-  proxyURL?: string;
-}
-
-/** A `fetch` bound to one set of TLS settings, with the pool it owns. */
-export interface Fetcher {
-  /** Sends a request over this fetcher's connections. */
-  fetch(url: string, init: RequestInit): Promise<Response>;
-  /** Closes idle connections and releases the pool. */
-  close(): void;
-}
-
-/** Options of {@linkcode createTransport}. */
+/** Options of {@linkcode newTransport}. */
 export interface TransportOptions {
   /** `User-Agent` header; default `rudder/<version> (<runtime> <version>; <os>/<arch>)`. */
   userAgent?: string;
@@ -48,7 +37,9 @@ export interface Transport {
   /**
    * Sends a request to `path` (with query) on the API server with credentials attached. A 401
    * answer makes the credentials refresh once (rotated token, expired exec credential) and the
-   * request repeat, when the body can be sent again.
+   * request repeat, when the body can be sent again. A request that gets no answer rejects
+   * with a {@linkcode ConnectionError} naming the host and the reason; an aborted one with the
+   * signal's reason; a credential header that cannot be sent with an `InvalidHeaderError`.
    */
   fetch(path: string, init?: RequestInit): Promise<Response>;
   /** Releases connection pools. Requests after close fail. */
@@ -84,6 +75,125 @@ export function createFetcher(tls: TlsSettings): Fetcher {
   );
 }
 
+/** `host:port` of a URL, for messages; the URL itself (redacted) when it does not parse. */
+function hostOf(url: string): string {
+  try {
+    const parsed = new URL(url);
+    const port = parsed.port || (parsed.protocol === "https:" ? "443" : "80");
+    return `${parsed.hostname}:${port}`;
+  } catch {
+    return redactURL(url);
+  }
+}
+
+/** Every name, message and code of an error's cause chain, for matching. */
+function chainText(err: unknown): string {
+  const parts: string[] = [];
+  for (let e: unknown = err, depth = 0; e !== undefined && e !== null && depth < 8; depth++) {
+    if (e instanceof Error) {
+      parts.push(e.name, e.message, String((e as { code?: unknown }).code ?? ""));
+      e = e.cause;
+    } else {
+      parts.push(String(e));
+      break;
+    }
+  }
+  return parts.join(" ");
+}
+
+const FAILURES: [ConnectionFailure, RegExp, string][] = [
+  [
+    "untrusted-certificate",
+    /UnknownIssuer|unable to verify|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER|self[-_ ]signed|certificate verify failed|CERT_UNTRUSTED/i,
+    "the server's certificate is not signed by a trusted CA (check certificate-authority)",
+  ],
+  [
+    "tls",
+    /certificate|NotValidForName|ALTNAME|handshake|\bTLS\b|\bSSL\b|CERT_|private key|BadEncoding/i,
+    "the TLS handshake failed",
+  ],
+  ["refused", /ECONNREFUSED|connection refused/i, "connection refused"],
+  [
+    "dns",
+    /ENOTFOUND|EAI_AGAIN|dns error|getaddrinfo|Name or service not known|failed to lookup/i,
+    "the host name does not resolve (DNS)",
+  ],
+  ["timeout", /ETIMEDOUT|timed out|TimedOut/i, "connecting timed out"],
+  [
+    "reset",
+    /ECONNRESET|EPIPE|connection reset|connection closed|socket hang up|ConnectionClosed|unexpected EOF/i,
+    "the connection was closed before an answer came",
+  ],
+];
+
+/** The failure reasons a dead proxy shows as: the proxy is what the client connects to. */
+const PROXY_FAILURES = new Set<ConnectionFailure>(["refused", "dns", "timeout"]);
+
+/**
+ * Turns a runtime's fetch error into a {@linkcode ConnectionError} naming the host and the
+ * reason. Internal: used by {@linkcode newTransport}; exported for tests.
+ */
+export function toConnectionError(
+  err: unknown,
+  target: { server: string; proxyURL?: string },
+  secrets: string[] = [],
+): ConnectionError {
+  const text = chainText(err);
+  const cause = redactError(err, secrets);
+  let reason: ConnectionFailure = "unknown";
+  let detail = "";
+  for (const [candidate, pattern, sentence] of FAILURES) {
+    if (pattern.test(text)) {
+      reason = candidate;
+      detail = sentence;
+      break;
+    }
+  }
+  if (reason === "unknown") {
+    const innermost = redactText(innermostMessage(err), secrets);
+    detail = innermost === "" ? "no answer" : innermost;
+  } else if (reason === "tls") {
+    detail = `${detail}: ${redactText(innermostMessage(err), secrets)}`;
+  }
+  if (target.proxyURL && PROXY_FAILURES.has(reason)) {
+    return new ConnectionError({
+      host: hostOf(target.proxyURL),
+      reason: "proxy",
+      detail: `${detail}; the proxy for ${hostOf(target.server)} cannot be reached`,
+      cause,
+    });
+  }
+  return new ConnectionError({ host: hostOf(target.server), reason, detail, cause });
+}
+
+/** The message of the deepest cause: the runtime's own words on what failed. */
+function innermostMessage(err: unknown): string {
+  let message = err instanceof Error ? err.message : String(err);
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 8; depth++) {
+    if (e.message) message = e.message;
+    e = e.cause;
+  }
+  // Deno prefixes the URL and the hyper layers: keep what comes after the last colon pair.
+  return message.replace(/^error sending request for url \([^)]*\): /, "");
+}
+
+/** Throws a {@linkcode ConnectionError} when `caData` holds something other than certificates. */
+function checkCaData(caData: string | undefined, server: string): void {
+  if (caData === undefined) return;
+  const blocks = caData.match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g);
+  try {
+    if (!blocks || blocks.length === 0) throw new Error("no PEM CERTIFICATE block");
+    for (const block of blocks) new X509Certificate(block);
+  } catch (err) {
+    throw new ConnectionError({
+      host: hostOf(server),
+      reason: "invalid-ca",
+      detail: "the CA data (certificate-authority) is not a valid PEM certificate",
+      cause: redactError(err),
+    });
+  }
+}
+
 function canResend(body: RequestInit["body"]): boolean {
   return body === undefined || body === null || typeof body === "string" ||
     body instanceof Uint8Array || body instanceof ArrayBuffer || body instanceof URLSearchParams;
@@ -97,24 +207,30 @@ function canResend(body: RequestInit["body"]): boolean {
  * @example
  * ```ts
  * import { loadConfig } from "@rudder/operator";
- * import { createTransport } from "@rudder/operator/kube";
+ * import { newTransport } from "@rudder/operator/kube";
  *
- * const transport = createTransport(await loadConfig());
+ * const transport = newTransport(await loadConfig());
  * const response = await transport.fetch("/version");
  * console.log(await response.json());
  * transport.close();
  * ```
  */
-export function createTransport(config: KubeConfig, options: TransportOptions = {}): Transport {
+export function newTransport(config: KubeConfig, options: TransportOptions = {}): Transport {
   const userAgent = options.userAgent ?? defaultUserAgent();
   let current: { certKey: string; fetcher: Fetcher } | undefined;
   let closed = false;
+  let checkedCa = false;
 
   function fetcherFor(credentials: Credentials): Fetcher {
     const pair = credentials.clientCertificate;
     const certKey = pair ? `${pair.cert}\0${pair.key}` : "";
     if (current && current.certKey === certKey) return current.fetcher;
+    if (!checkedCa) {
+      checkCaData(config.caData, config.server);
+      checkedCa = true;
+    }
     current?.fetcher.close();
+    current = undefined;
     current = {
       certKey,
       fetcher: createFetcher({
@@ -133,19 +249,41 @@ export function createTransport(config: KubeConfig, options: TransportOptions = 
     // Credentials first: a configuration that is still being loaded (a Manager's) fills in its
     // server while they are fetched.
     const credentials = await config.auth.credentials(init.signal ?? undefined);
-    const url = config.server + (path.startsWith("/") ? path : `/${path}`);
+    // A hand-made config may carry user-info in the URL; fetch refuses it, Go sends it as basic
+    // auth unless there is an Authorization header. Do what Go does, keeping it out of the URL.
+    const server = redactURL(config.server);
+    const userInfo = urlUserInfo(config.server);
+    const url = server + (path.startsWith("/") ? path : `/${path}`);
     const headers = new Headers(init.headers);
     headers.set("User-Agent", userAgent);
     for (const [name, value] of Object.entries(credentials.headers ?? {})) {
+      // Checked here because runtimes quote a bad value in their error (Deno does).
+      if (!isValidHeaderValue(value)) {
+        throw new InvalidHeaderError(name, `the credentials of ${config.source}`);
+      }
       headers.set(name, value);
     }
-    return await fetcherFor(credentials).fetch(url, { ...init, headers });
+    if (userInfo && !headers.has("Authorization")) {
+      const basic = Buffer.from(`${userInfo.username}:${userInfo.password}`).toString("base64");
+      headers.set("Authorization", `Basic ${basic}`);
+    }
+    try {
+      return await fetcherFor(credentials).fetch(url, { ...init, headers });
+    } catch (err) {
+      if (init.signal?.aborted || err instanceof ConnectionError) throw err;
+      const secrets = [
+        ...secretsOf(credentials),
+        ...secretsOfURL(config.proxyURL),
+        ...secretsOfURL(config.server),
+      ];
+      throw toConnectionError(err, { server, proxyURL: config.proxyURL }, secrets);
+    }
   }
 
   return {
     config,
     async fetch(path: string, init: RequestInit = {}): Promise<Response> {
-      if (closed) throw new Error(`transport to ${config.server} is closed`);
+      if (closed) throw new Error(`transport to ${redactURL(config.server)} is closed`);
       const response = await send(path, init);
       if (response.status !== 401 || !canResend(init.body) || !config.auth.invalidate) {
         return response;

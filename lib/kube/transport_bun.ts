@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { Fetcher, TlsSettings } from "./transport.ts";
+import type { Fetcher, TlsSettings } from "./fetcher.ts";
 
 interface BunTlsOptions {
   ca?: string;

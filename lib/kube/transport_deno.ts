@@ -5,7 +5,8 @@
  */
 
 import { getLogger } from "@logtape/logtape";
-import type { Fetcher, TlsSettings } from "./transport.ts";
+import { redactURL, urlUserInfo } from "./redact.ts";
+import type { Fetcher, TlsSettings } from "./fetcher.ts";
 
 const logger = getLogger(["rudder", "kube", "transport"]);
 
@@ -18,8 +19,16 @@ interface DenoHttpApi {
     caCerts?: string[];
     cert?: string;
     key?: string;
-    proxy?: { url: string };
+    proxy?: { url: string; basicAuth?: { username: string; password: string } };
   }): DenoHttpClient;
+}
+
+/** Deno takes a proxy's credentials as `basicAuth`, not from the URL's user-info. */
+function denoProxy(
+  proxyURL: string,
+): { url: string; basicAuth?: { username: string; password: string } } {
+  const userInfo = urlUserInfo(proxyURL);
+  return userInfo ? { url: redactURL(proxyURL), basicAuth: userInfo } : { url: proxyURL };
 }
 
 /**
@@ -47,7 +56,7 @@ export function createDenoFetcher(tls: TlsSettings): Fetcher {
     caCerts: tls.caData ? [tls.caData] : undefined,
     cert: tls.cert,
     key: tls.key,
-    proxy: tls.proxyURL ? { url: tls.proxyURL } : undefined,
+    proxy: tls.proxyURL ? denoProxy(tls.proxyURL) : undefined,
   });
   return {
     fetch: (url, init) => fetch(url, { ...init, client } as RequestInit),

@@ -27,7 +27,7 @@ import { tmpdir } from "node:os";
 import { extname, join } from "node:path";
 import process from "node:process";
 import { parseAllDocuments, stringify } from "yaml";
-import type { AuthProvider, KubeConfig } from "../kube/config.ts";
+import type { AuthProvider, KubeConfig } from "../kube/config/types.ts";
 import { ApiError, isAlreadyExists, isNotFound } from "../kube/errors.ts";
 import { RestClient } from "../kube/rest.ts";
 import { sleep } from "../util/abort.ts";

@@ -41,7 +41,7 @@ export async function configureLogging(options: LoggingOptions = {}): Promise<vo
   const dev = options.dev ?? false;
   const sink = dev
     ? (record: LogRecord) => process.stderr.write(ansiColorFormatter(record))
-    : (record: LogRecord) => process.stdout.write(jsonLinesFormatter(record));
+    : (record: LogRecord) => process.stdout.write(formatJsonLogRecord(record));
   const lowestLevel = options.level ?? (dev ? "debug" : "info");
   await configure({
     reset: true,
@@ -55,6 +55,92 @@ export async function configureLogging(options: LoggingOptions = {}): Promise<vo
       { category: ["logtape", "meta"], sinks: ["console"], lowestLevel: "warning" as const },
     ],
   });
+}
+
+/** How deep an error's `cause` chain is written; deeper causes are dropped. */
+const MAX_CAUSE_DEPTH = 8;
+
+/** How deep plain objects in properties are searched for errors. */
+const MAX_PROPERTY_DEPTH = 6;
+
+/** An error as a log record carries it: no stack, which is noise and may repeat secrets. */
+export interface SerializedError {
+  /** The error's `name`, e.g. `ConnectionError`. */
+  name: string;
+  /** Its message. */
+  message: string;
+  /** Its cause, serialised the same way (or as it is, when not an error). */
+  cause?: unknown;
+  /** Other own fields of primitive value, e.g. `code`, `host`, `reason`, `field`. */
+  [field: string]: unknown;
+}
+
+/**
+ * `err` as a plain object: `name`, `message`, its own fields of primitive value (`code`,
+ * `reason`, …) and `cause`, recursively; never `stack`.
+ */
+export function serializeError(err: Error, depth = 0): SerializedError {
+  const out: SerializedError = { name: err.name, message: err.message };
+  for (const [key, value] of Object.entries(err)) {
+    if (key === "stack" || key === "cause" || key in out) continue;
+    const type = typeof value;
+    if (value === null || type === "string" || type === "number" || type === "boolean") {
+      out[key] = value;
+    }
+  }
+  if (err.cause !== undefined && depth < MAX_CAUSE_DEPTH) {
+    out.cause = err.cause instanceof Error
+      ? serializeError(err.cause, depth + 1)
+      : serializeValue(err.cause, depth + 1);
+  }
+  return out;
+}
+
+function serializeValue(value: unknown, depth: number): unknown {
+  if (value instanceof Error) return serializeError(value);
+  if (depth >= MAX_PROPERTY_DEPTH || value === null || typeof value !== "object") return value;
+  if (Array.isArray(value)) return value.map((item) => serializeValue(item, depth + 1));
+  const prototype = Object.getPrototypeOf(value);
+  if (prototype !== Object.prototype && prototype !== null) return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(value)) out[key] = serializeValue(item, depth + 1);
+  return out;
+}
+
+/** `Name: message (caused by Name: message)`, for an error inside a rendered message. */
+function renderError(err: Error): string {
+  let text = `${err.name}: ${err.message}`;
+  let cause = err.cause;
+  for (let depth = 0; cause !== undefined && depth < MAX_CAUSE_DEPTH; depth++) {
+    text += cause instanceof Error
+      ? ` (caused by ${cause.name}: ${cause.message})`
+      : ` (caused by ${String(cause)})`;
+    cause = cause instanceof Error ? cause.cause : undefined;
+  }
+  return text;
+}
+
+/**
+ * One log record as a JSON line, as {@linkcode configureLogging} writes it in production: an
+ * error in the properties becomes `{ name, message, …, cause }` and an error in the message
+ * reads `Name: message (caused by …)`, where LogTape alone would write `{}` or a stack.
+ */
+export function formatJsonLogRecord(record: LogRecord): string {
+  // LogTape quotes string values; an error's text is folded into the template text instead.
+  const message: unknown[] = [];
+  for (let index = 0; index < record.message.length; index++) {
+    const part = record.message[index];
+    if (index % 2 === 1 && part instanceof Error) {
+      message[message.length - 1] = `${message[message.length - 1]}${renderError(part)}${
+        record.message[index + 1] ?? ""
+      }`;
+      index++;
+    } else {
+      message.push(part);
+    }
+  }
+  const properties = serializeValue(record.properties, 0) as Record<string, unknown>;
+  return jsonLinesFormatter({ ...record, message, properties });
 }
 
 /**

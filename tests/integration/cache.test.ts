@@ -7,7 +7,7 @@ import { type Cache, newCache } from "../../lib/cache/cache.ts";
 import { newCachedClient } from "../../lib/cache/cached_client.ts";
 import { type Client, newClient } from "../../lib/client/client.ts";
 import { isNotFound } from "../../lib/kube/errors.ts";
-import type { KubeConfig } from "../../lib/kube/config.ts";
+import type { KubeConfig } from "../../lib/kube/config/types.ts";
 import { RestClient } from "../../lib/kube/rest.ts";
 import { Environment } from "../../lib/testing/envtest.ts";
 import { TcpProxy } from "../support/tcp_proxy.ts";

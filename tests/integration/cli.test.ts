@@ -27,7 +27,7 @@ import { loadProject, runtimeExecutable } from "../../cli/project.ts";
 import { ClusterRole, ConfigMap, CustomResourceDefinition } from "../../lib/api/builtins.ts";
 import { resourceType } from "../../lib/api/resource.ts";
 import { type Client, newClient } from "../../lib/client/client.ts";
-import type { KubeConfig } from "../../lib/kube/config.ts";
+import type { KubeConfig } from "../../lib/kube/config/types.ts";
 import { RestClient } from "../../lib/kube/rest.ts";
 import { Environment } from "../../lib/testing/envtest.ts";
 import { eventually } from "../support/eventually.ts";

@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url";
 import { ConfigMap, Namespace } from "../../lib/api/builtins.ts";
 import { resourceType } from "../../lib/api/resource.ts";
 import { newClient } from "../../lib/client/client.ts";
-import { loadConfig } from "../../lib/kube/config.ts";
+import { loadConfig } from "../../lib/kube/config/load.ts";
 import { findControlPlaneBinaries } from "../../lib/testing/assets.ts";
 import { eventually } from "../support/eventually.ts";
 

@@ -19,7 +19,7 @@ import { type Runnable } from "../../lib/util/runnable.ts";
 import type { Request } from "../../lib/reconcile/reconcile.ts";
 import { itemExponentialFailure } from "../../lib/workqueue/rate_limiter.ts";
 import { ignoreNotFound } from "../../lib/kube/errors.ts";
-import type { KubeConfig } from "../../lib/kube/config.ts";
+import type { KubeConfig } from "../../lib/kube/config/types.ts";
 import { Environment } from "../../lib/testing/envtest.ts";
 import { eventually } from "../support/eventually.ts";
 

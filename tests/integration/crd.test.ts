@@ -18,7 +18,7 @@ import { type Client, newClient } from "../../lib/client/client.ts";
 import { rawPatch } from "../../lib/client/patch.ts";
 import { ApiError, isInvalid } from "../../lib/kube/errors.ts";
 import { type RequestInfo, RestClient } from "../../lib/kube/rest.ts";
-import type { KubeConfig } from "../../lib/kube/config.ts";
+import type { KubeConfig } from "../../lib/kube/config/types.ts";
 import { Environment } from "../../lib/testing/envtest.ts";
 import { setStatusCondition } from "../../lib/conditions/conditions.ts";
 

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { Deployment, EventsV1Event } from "../../lib/api/builtins.ts";
 import { type Client, newClient } from "../../lib/client/client.ts";
 import { isNotFound } from "../../lib/kube/errors.ts";
-import type { KubeConfig } from "../../lib/kube/config.ts";
+import type { KubeConfig } from "../../lib/kube/config/types.ts";
 import type { Manager } from "../../lib/manager/manager.ts";
 import { Environment } from "../../lib/testing/envtest.ts";
 import { Example } from "../../examples/example-operator/api/example.ts";

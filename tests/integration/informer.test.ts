@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { ConfigMap } from "../../lib/api/builtins.ts";
 import { Informer } from "../../lib/cache/informer.ts";
 import { type Client, newClient } from "../../lib/client/client.ts";
-import type { KubeConfig } from "../../lib/kube/config.ts";
+import type { KubeConfig } from "../../lib/kube/config/types.ts";
 import { RestClient } from "../../lib/kube/rest.ts";
 import { Environment } from "../../lib/testing/envtest.ts";
 import { TcpProxy } from "../support/tcp_proxy.ts";

@@ -5,7 +5,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Lease } from "../../lib/api/builtins.ts";
-import type { KubeConfig } from "../../lib/kube/config.ts";
+import type { KubeConfig } from "../../lib/kube/config/types.ts";
 import { type Client, newClient } from "../../lib/client/client.ts";
 import {
   LeaderElectionLostError,

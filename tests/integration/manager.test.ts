@@ -6,7 +6,7 @@ import { ConfigMap, Lease } from "../../lib/api/builtins.ts";
 import { type Client, newClient } from "../../lib/client/client.ts";
 import { newControllerManagedBy } from "../../lib/controller/builder.ts";
 import type { Request } from "../../lib/reconcile/reconcile.ts";
-import type { KubeConfig } from "../../lib/kube/config.ts";
+import type { KubeConfig } from "../../lib/kube/config/types.ts";
 import { LeaderElectionLostError } from "../../lib/leaderelection/leader_election.ts";
 import { Manager, type ManagerOptions } from "../../lib/manager/manager.ts";
 import { Registry } from "../../lib/metrics/registry.ts";

@@ -11,7 +11,7 @@ import {
   ServiceAccount,
 } from "../../lib/api/builtins.ts";
 import { type Client, newClient } from "../../lib/client/client.ts";
-import type { KubeConfig } from "../../lib/kube/config.ts";
+import type { KubeConfig } from "../../lib/kube/config/types.ts";
 import { RestClient } from "../../lib/kube/rest.ts";
 import { Registry } from "../../lib/metrics/registry.ts";
 import { restClientMetrics } from "../../lib/metrics/rest_client.ts";

@@ -2,7 +2,7 @@
 // stopped in `after`, with an admin client and REST client ready, and namespaces created.
 import { after, before } from "node:test";
 import { type Client, newClient } from "../../lib/client/client.ts";
-import type { KubeConfig } from "../../lib/kube/config.ts";
+import type { KubeConfig } from "../../lib/kube/config/types.ts";
 import { RestClient } from "../../lib/kube/rest.ts";
 import { Environment, type EnvironmentOptions } from "../../lib/testing/envtest.ts";
 

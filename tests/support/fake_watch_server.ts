@@ -4,7 +4,7 @@
 // a real API server cannot be made to produce on demand; everything else is tested against
 // the real one.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { KubeConfig } from "../../lib/kube/config.ts";
+import type { KubeConfig } from "../../lib/kube/config/types.ts";
 
 export interface FakeObject {
   apiVersion: string;

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { ConfigMap, Secret } from "../../lib/api/builtins.ts";
 import { newCache } from "../../lib/cache/cache.ts";
 import { CacheNotStartedError, ResourceNotCachedError } from "../../lib/cache/errors.ts";
-import type { KubeConfig } from "../../lib/kube/config.ts";
+import type { KubeConfig } from "../../lib/kube/config/types.ts";
 
 // Nothing listens on port 9 (discard) of loopback: any request would fail, none is made.
 const config: KubeConfig = {

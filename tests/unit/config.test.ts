@@ -6,16 +6,19 @@ import * as os from "node:os";
 import * as path from "node:path";
 import process from "node:process";
 import { stringify } from "yaml";
+import { KubeconfigError } from "../../lib/kube/config/errors.ts";
+import { FileTokenSource } from "../../lib/kube/config/auth.ts";
+import { ExecCredentialProvider } from "../../lib/kube/config/exec.ts";
+import { inClusterConfig } from "../../lib/kube/config/in_cluster.ts";
 import {
-  ExecCredentialProvider,
-  FileTokenSource,
-  inClusterConfig,
-  KubeconfigError,
   kubeconfigFromObject,
   loadConfig,
   loadConfigFrom,
   loadKubeconfigFile,
-} from "../../lib/kube/config.ts";
+} from "../../lib/kube/config/load.ts";
+
+/** Explicit, so no test depends on a runtime's default (Bun: 5 s). */
+const TIMEOUT = { timeout: 30_000 };
 
 const CA_PEM = "-----BEGIN CERTIFICATE-----\nY2EgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n";
 const CERT_PEM = "-----BEGIN CERTIFICATE-----\nY2xpZW50IGNlcnQ=\n-----END CERTIFICATE-----\n";
@@ -130,14 +133,14 @@ function execInfo(dir: string): unknown {
 
 before(() => {
   root = fs.mkdtempSync(path.join(os.tmpdir(), "rudder-config-test-"));
-});
+}, TIMEOUT);
 
 after(() => {
   fs.rmSync(root, { recursive: true, force: true });
-});
+}, TIMEOUT);
 
 describe("kubeconfig fields", () => {
-  it("reads embedded base64 data and the cluster's TLS settings", async () => {
+  it("reads embedded base64 data and the cluster's TLS settings", TIMEOUT, async () => {
     const file = writeYaml(
       path.join(freshDir("embedded"), "config"),
       oneContext({
@@ -169,7 +172,7 @@ describe("kubeconfig fields", () => {
     });
   });
 
-  it("resolves relative file paths against the kubeconfig's directory", async () => {
+  it("resolves relative file paths against the kubeconfig's directory", TIMEOUT, async () => {
     const dir = freshDir("relative");
     write(path.join(dir, "pki", "ca.crt"), CA_PEM);
     write(path.join(dir, "pki", "client.crt"), CERT_PEM);
@@ -195,7 +198,7 @@ describe("kubeconfig fields", () => {
     });
   });
 
-  it("prefers -data fields over file paths", async () => {
+  it("prefers -data fields over file paths", TIMEOUT, async () => {
     const file = writeYaml(
       path.join(freshDir("data-wins"), "config"),
       oneContext({
@@ -209,7 +212,7 @@ describe("kubeconfig fields", () => {
     assert.equal((await loadKubeconfigFile(file)).caData, CA_PEM);
   });
 
-  it("defaults the namespace to default and reads insecure-skip-tls-verify", async () => {
+  it("defaults the namespace to default and reads insecure-skip-tls-verify", TIMEOUT, async () => {
     const file = writeYaml(
       path.join(freshDir("defaults"), "config"),
       oneContext({
@@ -222,21 +225,25 @@ describe("kubeconfig fields", () => {
     assert.equal(config.server, "http://127.0.0.1:8080");
   });
 
-  it("builds a config from an already parsed object, resolving paths against baseDir", async () => {
-    const dir = freshDir("object");
-    write(path.join(dir, "ca.crt"), CA_PEM);
-    const config = await kubeconfigFromObject(
-      oneContext({
-        cluster: { server: "https://object.test/", "certificate-authority": "ca.crt" },
-      }),
-      { baseDir: dir, source: "secret default/kubeconfig" },
-    );
-    assert.equal(config.server, "https://object.test");
-    assert.equal(config.caData, CA_PEM);
-    assert.equal(config.source, "secret default/kubeconfig");
-  });
+  it(
+    "builds a config from an already parsed object, resolving paths against baseDir",
+    TIMEOUT,
+    async () => {
+      const dir = freshDir("object");
+      write(path.join(dir, "ca.crt"), CA_PEM);
+      const config = await kubeconfigFromObject(
+        oneContext({
+          cluster: { server: "https://object.test/", "certificate-authority": "ca.crt" },
+        }),
+        { baseDir: dir, source: "secret default/kubeconfig" },
+      );
+      assert.equal(config.server, "https://object.test");
+      assert.equal(config.caData, CA_PEM);
+      assert.equal(config.source, "secret default/kubeconfig");
+    },
+  );
 
-  it("uses the context option instead of current-context", async () => {
+  it("uses the context option instead of current-context", TIMEOUT, async () => {
     const kubeconfig = oneContext({ name: "first" });
     (kubeconfig.clusters as unknown[]).push({
       name: "second",
@@ -288,21 +295,25 @@ describe("merging $KUBECONFIG files", () => {
       "current-context": "play",
     });
     home = freshDir("merge-home");
-  });
+  }, TIMEOUT);
 
-  it("lets the first file that defines a name win and takes current-context from the first setter", async () => {
-    const config = await loadKubeconfigFile([first, second, third]);
-    assert.equal(config.contextName, "work");
-    assert.equal(config.server, "https://first.test");
-    assert.equal(config.namespace, "first");
-    // The user comes from the second file, its tokenFile resolved against that file's directory.
-    assert.deepEqual(await config.auth.credentials(), {
-      headers: { Authorization: "Bearer second-token" },
-    });
-    assert.equal(config.source, `${first}, ${second}, ${third}`);
-  });
+  it(
+    "lets the first file that defines a name win and takes current-context from the first setter",
+    TIMEOUT,
+    async () => {
+      const config = await loadKubeconfigFile([first, second, third]);
+      assert.equal(config.contextName, "work");
+      assert.equal(config.server, "https://first.test");
+      assert.equal(config.namespace, "first");
+      // The user comes from the second file, its tokenFile resolved against that file's directory.
+      assert.deepEqual(await config.auth.credentials(), {
+        headers: { Authorization: "Bearer second-token" },
+      });
+      assert.equal(config.source, `${first}, ${second}, ${third}`);
+    },
+  );
 
-  it("skips files of the list that do not exist", async () => {
+  it("skips files of the list that do not exist", TIMEOUT, async () => {
     const missing = path.join(root, "missing", "config");
     const env = { KUBECONFIG: [missing, third, second].join(path.delimiter) };
     const config = await loadConfigFrom({ env, homeDir: home });
@@ -311,7 +322,7 @@ describe("merging $KUBECONFIG files", () => {
     assert.equal(config.source, `${third}, ${second}`);
   });
 
-  it("fails when no file of the list exists, listing them", async () => {
+  it("fails when no file of the list exists, listing them", TIMEOUT, async () => {
     const a = path.join(root, "nope-a");
     const b = path.join(root, "nope-b");
     const err = await rejectsWith(
@@ -321,7 +332,7 @@ describe("merging $KUBECONFIG files", () => {
     assert.match(err.message, /none of the kubeconfig files exist/);
   });
 
-  it("reads process.env.KUBECONFIG in loadConfig", async () => {
+  it("reads process.env.KUBECONFIG in loadConfig", TIMEOUT, async () => {
     const saved = process.env.KUBECONFIG;
     process.env.KUBECONFIG = [second, first].join(path.delimiter);
     try {
@@ -336,7 +347,7 @@ describe("merging $KUBECONFIG files", () => {
 });
 
 describe("static credentials", () => {
-  it("sends a token as a bearer token and does not retry it after a 401", async () => {
+  it("sends a token as a bearer token and does not retry it after a 401", TIMEOUT, async () => {
     const config = await kubeconfigFromObject(oneContext({ user: { token: "static-token" } }));
     assert.deepEqual(await config.auth.credentials(), {
       headers: { Authorization: "Bearer static-token" },
@@ -344,7 +355,7 @@ describe("static credentials", () => {
     assert.equal(await config.auth.invalidate?.(), false);
   });
 
-  it("prefers token over tokenFile", async () => {
+  it("prefers token over tokenFile", TIMEOUT, async () => {
     const config = await kubeconfigFromObject(
       oneContext({ user: { token: "literal", tokenFile: "/nonexistent/token" } }),
     );
@@ -353,7 +364,7 @@ describe("static credentials", () => {
     });
   });
 
-  it("sends username and password as basic auth", async () => {
+  it("sends username and password as basic auth", TIMEOUT, async () => {
     const config = await kubeconfigFromObject(
       oneContext({ user: { username: "admin", password: "pä55:word" } }),
     );
@@ -363,7 +374,7 @@ describe("static credentials", () => {
     });
   });
 
-  it("sends both a client certificate and a token", async () => {
+  it("sends both a client certificate and a token", TIMEOUT, async () => {
     const config = await kubeconfigFromObject(
       oneContext({
         user: {
@@ -379,7 +390,7 @@ describe("static credentials", () => {
     });
   });
 
-  it("returns no credentials for a context without a user", async () => {
+  it("returns no credentials for a context without a user", TIMEOUT, async () => {
     const config = await kubeconfigFromObject({
       clusters: [{ name: "c", cluster: { server: "https://anon.test" } }],
       contexts: [{ name: "anon", context: { cluster: "c" } }],
@@ -388,37 +399,45 @@ describe("static credentials", () => {
     assert.deepEqual(await config.auth.credentials(), {});
   });
 
-  it("hands out copies, so a caller cannot change the credentials of the next one", async () => {
-    const config = await kubeconfigFromObject(oneContext({ user: { token: "stable" } }));
-    const first = await config.auth.credentials();
-    first.headers!.Authorization = "tampered";
-    assert.deepEqual(await config.auth.credentials(), {
-      headers: { Authorization: "Bearer stable" },
-    });
-  });
+  it(
+    "hands out copies, so a caller cannot change the credentials of the next one",
+    TIMEOUT,
+    async () => {
+      const config = await kubeconfigFromObject(oneContext({ user: { token: "stable" } }));
+      const first = await config.auth.credentials();
+      first.headers!.Authorization = "tampered";
+      assert.deepEqual(await config.auth.credentials(), {
+        headers: { Authorization: "Bearer stable" },
+      });
+    },
+  );
 });
 
 describe("token files", () => {
-  it("re-reads a rotated token file once the cached token is older than maxAge", async () => {
-    const file = write(path.join(freshDir("rotate"), "token"), "  token-one\n");
-    let now = 1_000_000;
-    const source = new FileTokenSource({ path: file, maxAgeMs: 500, now: () => now });
-    assert.equal(await source.token(), "token-one");
-    write(file, "token-two\n");
-    now += 499;
-    assert.equal(await source.token(), "token-one");
-    now += 1;
-    assert.equal(await source.token(), "token-two");
-    assert.deepEqual(await source.credentials(), {
-      headers: { Authorization: "Bearer token-two" },
-    });
-  });
+  it(
+    "re-reads a rotated token file once the cached token is older than maxAge",
+    TIMEOUT,
+    async () => {
+      const file = write(path.join(freshDir("rotate"), "token"), "  token-one\n");
+      let now = 1_000_000;
+      const source = new FileTokenSource({ path: file, maxAgeMs: 500, now: () => now });
+      assert.equal(await source.token(), "token-one");
+      write(file, "token-two\n");
+      now += 499;
+      assert.equal(await source.token(), "token-one");
+      now += 1;
+      assert.equal(await source.token(), "token-two");
+      assert.deepEqual(await source.credentials(), {
+        headers: { Authorization: "Bearer token-two" },
+      });
+    },
+  );
 
-  it("defaults maxAge to one minute", () => {
+  it("defaults maxAge to one minute", TIMEOUT, () => {
     assert.equal(new FileTokenSource({ path: "/x" }).maxAgeMs, 60_000);
   });
 
-  it("re-reads at once after invalidate", async () => {
+  it("re-reads at once after invalidate", TIMEOUT, async () => {
     const file = write(path.join(freshDir("invalidate"), "token"), "before");
     const source = new FileTokenSource({ path: file, now: () => 0 });
     assert.equal(await source.token(), "before");
@@ -428,7 +447,7 @@ describe("token files", () => {
     assert.equal(await source.token(), "after");
   });
 
-  it("keeps the last good token when a re-read fails", async () => {
+  it("keeps the last good token when a re-read fails", TIMEOUT, async () => {
     const file = write(path.join(freshDir("keep"), "token"), "good");
     let now = 0;
     const source = new FileTokenSource({ path: file, maxAgeMs: 10, now: () => now });
@@ -438,7 +457,7 @@ describe("token files", () => {
     assert.equal(await source.token(), "good");
   });
 
-  it("rejects an empty token file, naming it", async () => {
+  it("rejects an empty token file, naming it", TIMEOUT, async () => {
     const file = write(path.join(freshDir("empty"), "token"), " \n");
     await rejectsWith(new FileTokenSource({ path: file }).token(), {
       file,
@@ -446,7 +465,7 @@ describe("token files", () => {
     });
   });
 
-  it("rotates a kubeconfig tokenFile on the injected clock", async () => {
+  it("rotates a kubeconfig tokenFile on the injected clock", TIMEOUT, async () => {
     const dir = freshDir("kubeconfig-rotate");
     const tokenFile = write(path.join(dir, "token"), "v1");
     const file = writeYaml(path.join(dir, "config"), oneContext({ user: { tokenFile: "token" } }));
@@ -477,7 +496,7 @@ describe("exec credential plugins", () => {
     );
   }
 
-  it("runs the plugin once and caches its token until it expires", async () => {
+  it("runs the plugin once and caches its token until it expires", TIMEOUT, async () => {
     const dir = freshDir("exec-cache");
     writePlugin(dir, tokenOutput(V1, new Date(Date.now() + 3_600_000).toISOString()));
     const config = await loadKubeconfigFile(execConfig(dir, {}));
@@ -488,7 +507,7 @@ describe("exec credential plugins", () => {
     assert.equal(runs(dir), 1);
   });
 
-  it("runs the plugin again once the token is about to expire", async () => {
+  it("runs the plugin again once the token is about to expire", TIMEOUT, async () => {
     const dir = freshDir("exec-expiry");
     const plugin = writePlugin(dir, tokenOutput(V1, "2030-01-01T00:00:00Z"));
     const expiresAt = Date.parse("2030-01-01T00:00:00Z");
@@ -514,29 +533,33 @@ describe("exec credential plugins", () => {
     assert.equal(runs(dir), 2);
   });
 
-  it("caches a token without expiry for the life of the process, until invalidated", async () => {
-    const dir = freshDir("exec-forever");
-    const plugin = writePlugin(dir, tokenOutput(V1));
-    let now = 0;
-    const provider = new ExecCredentialProvider({
-      command: plugin,
-      apiVersion: V1,
-      user: "u",
-      origin: { file: "f", field: "users[0].user.exec" },
-      now: () => now,
-    });
-    await provider.credentials();
-    now = 365 * 24 * 3_600_000;
-    await provider.credentials();
-    assert.equal(runs(dir), 1);
-    assert.equal(await provider.invalidate(), true);
-    assert.deepEqual(await provider.credentials(), {
-      headers: { Authorization: "Bearer exec-token-2" },
-    });
-    assert.equal(runs(dir), 2);
-  });
+  it(
+    "caches a token without expiry for the life of the process, until invalidated",
+    TIMEOUT,
+    async () => {
+      const dir = freshDir("exec-forever");
+      const plugin = writePlugin(dir, tokenOutput(V1));
+      let now = 0;
+      const provider = new ExecCredentialProvider({
+        command: plugin,
+        apiVersion: V1,
+        user: "u",
+        origin: { file: "f", field: "users[0].user.exec" },
+        now: () => now,
+      });
+      await provider.credentials();
+      now = 365 * 24 * 3_600_000;
+      await provider.credentials();
+      assert.equal(runs(dir), 1);
+      assert.equal(await provider.invalidate(), true);
+      assert.deepEqual(await provider.credentials(), {
+        headers: { Authorization: "Bearer exec-token-2" },
+      });
+      assert.equal(runs(dir), 2);
+    },
+  );
 
-  it("shares one run between concurrent callers", async () => {
+  it("shares one run between concurrent callers", TIMEOUT, async () => {
     const dir = freshDir("exec-concurrent");
     writePlugin(dir, `sleep 0.2\n${tokenOutput(V1)}`);
     const config = await loadKubeconfigFile(execConfig(dir, {}));
@@ -547,43 +570,51 @@ describe("exec credential plugins", () => {
     }
   });
 
-  it("lets one caller give up on a shared run without cancelling it for the others", async () => {
-    const dir = freshDir("exec-abort");
-    writePlugin(dir, `sleep 0.2\n${tokenOutput(V1)}`);
-    const config = await loadKubeconfigFile(execConfig(dir, {}));
-    const controller = new AbortController();
-    const impatient = config.auth.credentials(controller.signal);
-    const patient = config.auth.credentials();
-    controller.abort(new Error("gave up"));
-    await assert.rejects(impatient, /gave up/);
-    assert.deepEqual(await patient, { headers: { Authorization: "Bearer exec-token-1" } });
-    assert.equal(runs(dir), 1);
-    await config.auth.invalidate?.();
-    const aborted = AbortSignal.abort(new Error("already aborted"));
-    await assert.rejects(config.auth.credentials(aborted), /already aborted/);
-    assert.equal(runs(dir), 1, "an aborted caller starts no run");
-  });
+  it(
+    "lets one caller give up on a shared run without cancelling it for the others",
+    TIMEOUT,
+    async () => {
+      const dir = freshDir("exec-abort");
+      writePlugin(dir, `sleep 0.2\n${tokenOutput(V1)}`);
+      const config = await loadKubeconfigFile(execConfig(dir, {}));
+      const controller = new AbortController();
+      const impatient = config.auth.credentials(controller.signal);
+      const patient = config.auth.credentials();
+      controller.abort(new Error("gave up"));
+      await assert.rejects(impatient, /gave up/);
+      assert.deepEqual(await patient, { headers: { Authorization: "Bearer exec-token-1" } });
+      assert.equal(runs(dir), 1);
+      await config.auth.invalidate?.();
+      const aborted = AbortSignal.abort(new Error("already aborted"));
+      await assert.rejects(config.auth.credentials(aborted), /already aborted/);
+      assert.equal(runs(dir), 1, "an aborted caller starts no run");
+    },
+  );
 
-  it("passes args, env entries and KUBERNETES_EXEC_INFO without cluster info by default", async () => {
-    const dir = freshDir("exec-env");
-    writePlugin(dir, `printf '%s' "$*" > "$dir/args"\n${tokenOutput(V1)}`);
-    const config = await loadKubeconfigFile(
-      execConfig(dir, {
-        args: ["get-token", "--cluster", "a b"],
-        env: [{ name: "PLUGIN_GREETING", value: "hello from kubeconfig" }],
-      }),
-    );
-    await config.auth.credentials();
-    assert.equal(fs.readFileSync(path.join(dir, "greeting"), "utf8"), "hello from kubeconfig");
-    assert.equal(fs.readFileSync(path.join(dir, "args"), "utf8"), "get-token --cluster a b");
-    assert.deepEqual(execInfo(dir), {
-      apiVersion: V1,
-      kind: "ExecCredential",
-      spec: { interactive: false },
-    });
-  });
+  it(
+    "passes args, env entries and KUBERNETES_EXEC_INFO without cluster info by default",
+    TIMEOUT,
+    async () => {
+      const dir = freshDir("exec-env");
+      writePlugin(dir, `printf '%s' "$*" > "$dir/args"\n${tokenOutput(V1)}`);
+      const config = await loadKubeconfigFile(
+        execConfig(dir, {
+          args: ["get-token", "--cluster", "a b"],
+          env: [{ name: "PLUGIN_GREETING", value: "hello from kubeconfig" }],
+        }),
+      );
+      await config.auth.credentials();
+      assert.equal(fs.readFileSync(path.join(dir, "greeting"), "utf8"), "hello from kubeconfig");
+      assert.equal(fs.readFileSync(path.join(dir, "args"), "utf8"), "get-token --cluster a b");
+      assert.deepEqual(execInfo(dir), {
+        apiVersion: V1,
+        kind: "ExecCredential",
+        spec: { interactive: false },
+      });
+    },
+  );
 
-  it("passes the cluster when provideClusterInfo is set", async () => {
+  it("passes the cluster when provideClusterInfo is set", TIMEOUT, async () => {
     const dir = freshDir("exec-cluster");
     const beta = "client.authentication.k8s.io/v1beta1";
     writePlugin(dir, tokenOutput(beta));
@@ -615,7 +646,7 @@ describe("exec credential plugins", () => {
     });
   });
 
-  it("uses a client certificate the plugin prints", async () => {
+  it("uses a client certificate the plugin prints", TIMEOUT, async () => {
     const dir = freshDir("exec-cert");
     const credential = JSON.stringify({
       apiVersion: V1,
@@ -630,50 +661,58 @@ describe("exec credential plugins", () => {
     });
   });
 
-  it("reports a failing plugin with its stderr, never its stdout, and the install hint", async () => {
-    const dir = freshDir("exec-fail");
-    writePlugin(
-      dir,
-      `echo '{"status":{"token":"STDOUT-SECRET"}}'\necho 'noise' >&2\necho 'login expired' >&2\nexit 3`,
-    );
-    const file = execConfig(dir, { installHint: "Install it with: brew install plugin" });
-    const config = await loadKubeconfigFile(file);
-    await rejectsWith(config.auth.credentials(), {
-      file,
-      field: "users[0].user.exec",
-      includes: [
-        '"exec-user"',
-        path.join(dir, "plugin.sh"),
-        "exit code 3",
-        "login expired",
-        "brew install plugin",
-      ],
-      excludes: ["STDOUT-SECRET"],
-    });
-  });
-
-  it("reports output that is not JSON or not an ExecCredential of the same apiVersion", async () => {
-    const cases: [string, string][] = [
-      [`echo 'token: NOT-JSON-SECRET'`, "not JSON"],
-      [tokenOutput("client.authentication.k8s.io/v1beta1"), "expected client.authentication"],
-      [`echo '{"apiVersion":"${V1}","kind":"Secret","status":{"token":"x"}}'`, "kind"],
-      [`echo '{"apiVersion":"${V1}","kind":"ExecCredential","status":{}}'`, "neither"],
-    ];
-    for (const [output, reason] of cases) {
-      const dir = freshDir("exec-bad-output");
-      writePlugin(dir, output);
-      const file = execConfig(dir, {});
+  it(
+    "reports a failing plugin with its stderr, never its stdout, and the install hint",
+    TIMEOUT,
+    async () => {
+      const dir = freshDir("exec-fail");
+      writePlugin(
+        dir,
+        `echo '{"status":{"token":"STDOUT-SECRET"}}'\necho 'noise' >&2\necho 'login expired' >&2\nexit 3`,
+      );
+      const file = execConfig(dir, { installHint: "Install it with: brew install plugin" });
       const config = await loadKubeconfigFile(file);
       await rejectsWith(config.auth.credentials(), {
         file,
         field: "users[0].user.exec",
-        includes: [reason, '"exec-user"'],
-        excludes: ["NOT-JSON-SECRET", "exec-token"],
+        includes: [
+          '"exec-user"',
+          path.join(dir, "plugin.sh"),
+          "exit code 3",
+          "login expired",
+          "brew install plugin",
+        ],
+        excludes: ["STDOUT-SECRET"],
       });
-    }
-  });
+    },
+  );
 
-  it("names the install hint when the command does not exist", async () => {
+  it(
+    "reports output that is not JSON or not an ExecCredential of the same apiVersion",
+    TIMEOUT,
+    async () => {
+      const cases: [string, string][] = [
+        [`echo 'token: NOT-JSON-SECRET'`, "not JSON"],
+        [tokenOutput("client.authentication.k8s.io/v1beta1"), "expected client.authentication"],
+        [`echo '{"apiVersion":"${V1}","kind":"Secret","status":{"token":"x"}}'`, "kind"],
+        [`echo '{"apiVersion":"${V1}","kind":"ExecCredential","status":{}}'`, "neither"],
+      ];
+      for (const [output, reason] of cases) {
+        const dir = freshDir("exec-bad-output");
+        writePlugin(dir, output);
+        const file = execConfig(dir, {});
+        const config = await loadKubeconfigFile(file);
+        await rejectsWith(config.auth.credentials(), {
+          file,
+          field: "users[0].user.exec",
+          includes: [reason, '"exec-user"'],
+          excludes: ["NOT-JSON-SECRET", "exec-token"],
+        });
+      }
+    },
+  );
+
+  it("names the install hint when the command does not exist", TIMEOUT, async () => {
     const dir = freshDir("exec-missing");
     const file = execConfig(dir, {
       command: "rudder-no-such-plugin",
@@ -687,7 +726,7 @@ describe("exec credential plugins", () => {
     });
   });
 
-  it("refuses plugins that must run interactively", async () => {
+  it("refuses plugins that must run interactively", TIMEOUT, async () => {
     const dir = freshDir("exec-interactive");
     const file = execConfig(dir, { interactiveMode: "Always" });
     await rejectsWith(loadKubeconfigFile(file), {
@@ -697,7 +736,7 @@ describe("exec credential plugins", () => {
     });
   });
 
-  it("refuses unsupported exec apiVersions", async () => {
+  it("refuses unsupported exec apiVersions", TIMEOUT, async () => {
     const dir = freshDir("exec-alpha");
     const file = execConfig(dir, { apiVersion: "client.authentication.k8s.io/v1alpha1" });
     await rejectsWith(loadKubeconfigFile(file), {
@@ -716,7 +755,7 @@ describe("in-cluster config", () => {
   }
   const env = { KUBERNETES_SERVICE_HOST: "10.96.0.1", KUBERNETES_SERVICE_PORT: "443" };
 
-  it("reads the service account's token, CA and namespace", async () => {
+  it("reads the service account's token, CA and namespace", TIMEOUT, async () => {
     const dir = serviceAccount({ token: "sa-token\n", "ca.crt": CA_PEM, namespace: "operators\n" });
     const config = await inClusterConfig({ serviceAccountDir: dir, env });
     assert.equal(config.server, "https://10.96.0.1:443");
@@ -729,7 +768,7 @@ describe("in-cluster config", () => {
     });
   });
 
-  it("brackets an IPv6 host and defaults the namespace", async () => {
+  it("brackets an IPv6 host and defaults the namespace", TIMEOUT, async () => {
     const dir = serviceAccount({ token: "t", "ca.crt": CA_PEM });
     const config = await inClusterConfig({
       serviceAccountDir: dir,
@@ -739,7 +778,7 @@ describe("in-cluster config", () => {
     assert.equal(config.namespace, "default");
   });
 
-  it("re-reads the rotated token within a minute and on invalidate", async () => {
+  it("re-reads the rotated token within a minute and on invalidate", TIMEOUT, async () => {
     const dir = serviceAccount({ token: "first", "ca.crt": CA_PEM });
     let now = 0;
     const config = await loadConfigFrom({
@@ -765,7 +804,7 @@ describe("in-cluster config", () => {
     });
   });
 
-  it("fails without a token file, naming it", async () => {
+  it("fails without a token file, naming it", TIMEOUT, async () => {
     const dir = serviceAccount({ "ca.crt": CA_PEM });
     await rejectsWith(inClusterConfig({ serviceAccountDir: dir, env }), {
       file: path.join(dir, "token"),
@@ -779,7 +818,7 @@ describe("kubeconfig errors", () => {
     return writeYaml(path.join(freshDir("errors"), "config"), value);
   }
 
-  it("names the file and field of a value of the wrong type", async () => {
+  it("names the file and field of a value of the wrong type", TIMEOUT, async () => {
     const file = configFile(oneContext({ user: { token: 42 } }));
     const err = await rejectsWith(loadKubeconfigFile(file), {
       file,
@@ -791,7 +830,7 @@ describe("kubeconfig errors", () => {
     );
   });
 
-  it("checks types in entries the selected context does not use", async () => {
+  it("checks types in entries the selected context does not use", TIMEOUT, async () => {
     const kubeconfig = oneContext();
     (kubeconfig.clusters as unknown[]).push({
       name: "other",
@@ -805,7 +844,7 @@ describe("kubeconfig errors", () => {
     });
   });
 
-  it("names the file and line of invalid YAML without quoting it", async () => {
+  it("names the file and line of invalid YAML without quoting it", TIMEOUT, async () => {
     const file = write(
       path.join(freshDir("bad-yaml"), "config"),
       "apiVersion: v1\nusers:\n- name: a\n  user:\n    token: YAML-SECRET\n   oops: [\n",
@@ -817,12 +856,12 @@ describe("kubeconfig errors", () => {
     });
   });
 
-  it("rejects a top level that is not a mapping", async () => {
+  it("rejects a top level that is not a mapping", TIMEOUT, async () => {
     const file = write(path.join(freshDir("list"), "config"), "- a\n- b\n");
     await rejectsWith(loadKubeconfigFile(file), { file, includes: ["got array"] });
   });
 
-  it("rejects a cluster without a server", async () => {
+  it("rejects a cluster without a server", TIMEOUT, async () => {
     const file = configFile(oneContext({ cluster: { "tls-server-name": "x" } }));
     await rejectsWith(loadKubeconfigFile(file), {
       file,
@@ -831,7 +870,7 @@ describe("kubeconfig errors", () => {
     });
   });
 
-  it("rejects a server that is not an http(s) URL", async () => {
+  it("rejects a server that is not an http(s) URL", TIMEOUT, async () => {
     const file = configFile(oneContext({ cluster: { server: "localhost:6443" } }));
     await rejectsWith(loadKubeconfigFile(file), {
       file,
@@ -840,7 +879,7 @@ describe("kubeconfig errors", () => {
     });
   });
 
-  it("rejects a current-context that names no context", async () => {
+  it("rejects a current-context that names no context", TIMEOUT, async () => {
     const file = configFile({ ...oneContext(), "current-context": "ghost" });
     await rejectsWith(loadKubeconfigFile(file), {
       file,
@@ -849,7 +888,7 @@ describe("kubeconfig errors", () => {
     });
   });
 
-  it("names the file that set current-context when merging", async () => {
+  it("names the file that set current-context when merging", TIMEOUT, async () => {
     const definitions = configFile(oneContext());
     const setter = configFile({ "current-context": "ghost" });
     await rejectsWith(loadKubeconfigFile([setter, definitions]), {
@@ -858,7 +897,7 @@ describe("kubeconfig errors", () => {
     });
   });
 
-  it("rejects a context whose cluster or user is not defined", async () => {
+  it("rejects a context whose cluster or user is not defined", TIMEOUT, async () => {
     const missingCluster = configFile(oneContext({ context: { cluster: "nowhere" } }));
     await rejectsWith(loadKubeconfigFile(missingCluster), {
       file: missingCluster,
@@ -873,7 +912,7 @@ describe("kubeconfig errors", () => {
     });
   });
 
-  it("requires a current-context or a context option", async () => {
+  it("requires a current-context or a context option", TIMEOUT, async () => {
     const kubeconfig = oneContext();
     delete kubeconfig["current-context"];
     const file = configFile(kubeconfig);
@@ -885,7 +924,7 @@ describe("kubeconfig errors", () => {
     assert.equal((await loadKubeconfigFile(file, { context: "test" })).contextName, "test");
   });
 
-  it("names the field that referenced an unreadable file", async () => {
+  it("names the field that referenced an unreadable file", TIMEOUT, async () => {
     const file = configFile(
       oneContext({ user: { "client-certificate": "missing.crt", "client-key": "missing.key" } }),
     );
@@ -904,7 +943,7 @@ describe("kubeconfig errors", () => {
     });
   });
 
-  it("rejects invalid base64 in -data fields without echoing it", async () => {
+  it("rejects invalid base64 in -data fields without echoing it", TIMEOUT, async () => {
     const caFile = configFile(
       oneContext({ cluster: { server: "https://x", "certificate-authority-data": "not base64!" } }),
     );
@@ -925,7 +964,7 @@ describe("kubeconfig errors", () => {
     });
   });
 
-  it("rejects -data that decodes to something other than PEM", async () => {
+  it("rejects -data that decodes to something other than PEM", TIMEOUT, async () => {
     const file = configFile(
       oneContext({
         cluster: { server: "https://x", "certificate-authority-data": base64("DER?") },
@@ -938,7 +977,7 @@ describe("kubeconfig errors", () => {
     });
   });
 
-  it("requires both a client certificate and a key, naming the user", async () => {
+  it("requires both a client certificate and a key, naming the user", TIMEOUT, async () => {
     const file = configFile(oneContext({ user: { "client-certificate-data": base64(CERT_PEM) } }));
     await rejectsWith(loadKubeconfigFile(file), {
       file,
@@ -953,7 +992,7 @@ describe("kubeconfig errors", () => {
     });
   });
 
-  it("rejects legacy auth-provider users, naming the user", async () => {
+  it("rejects legacy auth-provider users, naming the user", TIMEOUT, async () => {
     const file = configFile(
       oneContext({
         user: { "auth-provider": { name: "gcp", config: { "access-token": "AP-SECRET" } } },
@@ -970,7 +1009,7 @@ describe("kubeconfig errors", () => {
     });
   });
 
-  it("rejects a token combined with basic auth without showing either", async () => {
+  it("rejects a token combined with basic auth without showing either", TIMEOUT, async () => {
     const file = configFile(
       oneContext({ user: { token: "TOKEN-SECRET", username: "u", password: "PASSWORD-SECRET" } }),
     );
@@ -981,12 +1020,12 @@ describe("kubeconfig errors", () => {
     });
   });
 
-  it("rejects a missing explicit file, naming it", async () => {
+  it("rejects a missing explicit file, naming it", TIMEOUT, async () => {
     const file = path.join(root, "does", "not", "exist");
     await rejectsWith(loadKubeconfigFile(file), { file, includes: ["no such file"] });
   });
 
-  it("rejects a kubeconfig tokenFile that does not exist", async () => {
+  it("rejects a kubeconfig tokenFile that does not exist", TIMEOUT, async () => {
     const file = configFile(oneContext({ user: { tokenFile: "absent-token" } }));
     await rejectsWith(loadKubeconfigFile(file), {
       file,
@@ -1022,9 +1061,9 @@ describe("loadConfig order", () => {
     serviceAccountDir = freshDir("order-sa");
     write(path.join(serviceAccountDir, "token"), "sa");
     write(path.join(serviceAccountDir, "ca.crt"), CA_PEM);
-  });
+  }, TIMEOUT);
 
-  it("prefers the explicit kubeconfig", async () => {
+  it("prefers the explicit kubeconfig", TIMEOUT, async () => {
     const config = await loadConfigFrom(
       { env: { KUBECONFIG: fromEnv, ...inCluster }, homeDir: home, serviceAccountDir },
       { kubeconfig: explicit },
@@ -1032,7 +1071,7 @@ describe("loadConfig order", () => {
     assert.equal(config.server, "https://explicit.test");
   });
 
-  it("uses $KUBECONFIG before in-cluster and home", async () => {
+  it("uses $KUBECONFIG before in-cluster and home", TIMEOUT, async () => {
     const config = await loadConfigFrom({
       env: { KUBECONFIG: fromEnv, ...inCluster },
       homeDir: home,
@@ -1041,19 +1080,19 @@ describe("loadConfig order", () => {
     assert.equal(config.server, "https://env.test");
   });
 
-  it("uses the service account before ~/.kube/config", async () => {
+  it("uses the service account before ~/.kube/config", TIMEOUT, async () => {
     const config = await loadConfigFrom({ env: inCluster, homeDir: home, serviceAccountDir });
     assert.equal(config.server, "https://10.0.0.1:443");
     assert.equal(config.source, "in-cluster");
   });
 
-  it("falls back to ~/.kube/config, honouring the context option", async () => {
+  it("falls back to ~/.kube/config, honouring the context option", TIMEOUT, async () => {
     const config = await loadConfigFrom({ env: {}, homeDir: home }, { context: "test" });
     assert.equal(config.server, "https://home.test");
     assert.equal(config.source, path.join(home, ".kube", "config"));
   });
 
-  it("falls back to ~/.kube/config when the service account has no token", async () => {
+  it("falls back to ~/.kube/config when the service account has no token", TIMEOUT, async () => {
     const config = await loadConfigFrom({
       env: inCluster,
       homeDir: home,
@@ -1062,7 +1101,7 @@ describe("loadConfig order", () => {
     assert.equal(config.server, "https://home.test");
   });
 
-  it("lists every place tried when nothing is found", async () => {
+  it("lists every place tried when nothing is found", TIMEOUT, async () => {
     const noToken = freshDir("order-nothing");
     const homeFile = path.join(emptyHome, ".kube", "config");
     await rejectsWith(
@@ -1078,7 +1117,7 @@ describe("loadConfig order", () => {
     });
   });
 
-  it("does not fall back when $KUBECONFIG lists only missing files", async () => {
+  it("does not fall back when $KUBECONFIG lists only missing files", TIMEOUT, async () => {
     const missing = path.join(root, "order-missing-config");
     await rejectsWith(
       loadConfigFrom({ env: { KUBECONFIG: missing }, homeDir: home }),
@@ -1086,7 +1125,7 @@ describe("loadConfig order", () => {
     );
   });
 
-  it("loads an explicit kubeconfig through the public loadConfig", async () => {
+  it("loads an explicit kubeconfig through the public loadConfig", TIMEOUT, async () => {
     const config = await loadConfig({ kubeconfig: explicit });
     assert.equal(config.server, "https://explicit.test");
   });

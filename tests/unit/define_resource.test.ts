@@ -28,7 +28,7 @@ import { type Client, newClient } from "../../lib/client/client.ts";
 import type { Cache } from "../../lib/cache/cache.ts";
 import { type ControllerHost, newControllerManagedBy } from "../../lib/controller/builder.ts";
 import { ApiError, isInvalid } from "../../lib/kube/errors.ts";
-import type { KubeConfig } from "../../lib/kube/config.ts";
+import type { KubeConfig } from "../../lib/kube/config/types.ts";
 import type { Transport } from "../../lib/kube/transport.ts";
 import { setStatusCondition } from "../../lib/conditions/conditions.ts";
 

@@ -14,6 +14,9 @@ import {
   isUnauthorized,
 } from "../../lib/kube/errors.ts";
 
+/** Explicit, so no test depends on a runtime's default (Bun: 5 s). */
+const TIMEOUT = { timeout: 30_000 };
+
 const notFoundBody = JSON.stringify({
   kind: "Status",
   apiVersion: "v1",
@@ -25,7 +28,7 @@ const notFoundBody = JSON.stringify({
 });
 
 describe("ApiError", () => {
-  it("is built from a Status body with its code, reason, details and the request", () => {
+  it("is built from a Status body with its code, reason, details and the request", TIMEOUT, () => {
     const err = ApiError.fromResponseBody(404, notFoundBody, {
       method: "GET",
       path: "/api/v1/namespaces/a/configmaps/x",
@@ -42,7 +45,7 @@ describe("ApiError", () => {
     assert.ok(err instanceof Error);
   });
 
-  it("derives the reason from the HTTP code when the body is not a Status", () => {
+  it("derives the reason from the HTTP code when the body is not a Status", TIMEOUT, () => {
     const err = ApiError.fromResponseBody(503, "<html>upstream down</html>");
     assert.equal(err.reason, "ServiceUnavailable");
     assert.equal(err.status.message, "<html>upstream down</html>");
@@ -51,22 +54,26 @@ describe("ApiError", () => {
     assert.equal(ApiError.fromResponseBody(418, "").reason, "Unknown");
   });
 
-  it("takes the HTTP code when the Status omits it, and Retry-After from headers or details", () => {
-    const err = ApiError.fromResponseBody(
-      429,
-      JSON.stringify({
-        kind: "Status",
-        reason: "TooManyRequests",
-        details: { retryAfterSeconds: 3 },
-      }),
-    );
-    assert.equal(err.code, 429);
-    assert.equal(err.retryAfterSeconds, 3);
-    const fromHeader = ApiError.fromResponseBody(429, "", { retryAfterSeconds: 7 });
-    assert.equal(fromHeader.retryAfterSeconds, 7);
-  });
+  it(
+    "takes the HTTP code when the Status omits it, and Retry-After from headers or details",
+    TIMEOUT,
+    () => {
+      const err = ApiError.fromResponseBody(
+        429,
+        JSON.stringify({
+          kind: "Status",
+          reason: "TooManyRequests",
+          details: { retryAfterSeconds: 3 },
+        }),
+      );
+      assert.equal(err.code, 429);
+      assert.equal(err.retryAfterSeconds, 3);
+      const fromHeader = ApiError.fromResponseBody(429, "", { retryAfterSeconds: 7 });
+      assert.equal(fromHeader.retryAfterSeconds, 7);
+    },
+  );
 
-  it("answers each predicate for its reason only", () => {
+  it("answers each predicate for its reason only", TIMEOUT, () => {
     const cases: [number, string, (e: unknown) => boolean][] = [
       [404, "NotFound", isNotFound],
       [409, "Conflict", isConflict],
@@ -91,17 +98,21 @@ describe("ApiError", () => {
     assert.equal(isNotFound(ApiError.fromResponseBody(404, "page not found")), true);
   });
 
-  it("ignoreNotFound and ignoreAlreadyExists swallow their error and rethrow the rest", async () => {
-    assert.equal(ignoreNotFound(new ApiError({ code: 404, reason: "NotFound" })), undefined);
-    assert.equal(
-      ignoreAlreadyExists(new ApiError({ code: 409, reason: "AlreadyExists" })),
-      undefined,
-    );
-    const conflict = new ApiError({ code: 409, reason: "Conflict" });
-    assert.throws(() => ignoreNotFound(conflict), (e) => e === conflict);
-    assert.throws(() => ignoreAlreadyExists(conflict), (e) => e === conflict);
-    const value = await Promise.reject(new ApiError({ code: 404, reason: "NotFound" }))
-      .catch(ignoreNotFound);
-    assert.equal(value, undefined);
-  });
+  it(
+    "ignoreNotFound and ignoreAlreadyExists swallow their error and rethrow the rest",
+    TIMEOUT,
+    async () => {
+      assert.equal(ignoreNotFound(new ApiError({ code: 404, reason: "NotFound" })), undefined);
+      assert.equal(
+        ignoreAlreadyExists(new ApiError({ code: 409, reason: "AlreadyExists" })),
+        undefined,
+      );
+      const conflict = new ApiError({ code: 409, reason: "Conflict" });
+      assert.throws(() => ignoreNotFound(conflict), (e) => e === conflict);
+      assert.throws(() => ignoreAlreadyExists(conflict), (e) => e === conflict);
+      const value = await Promise.reject(new ApiError({ code: 404, reason: "NotFound" }))
+        .catch(ignoreNotFound);
+      assert.equal(value, undefined);
+    },
+  );
 });

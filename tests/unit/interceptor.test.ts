@@ -9,7 +9,7 @@ import { type Client, newClient } from "../../lib/client/client.ts";
 import { type InterceptorFuncs, newInterceptedClient } from "../../lib/client/interceptor.ts";
 import { jsonPatch, mergeFrom } from "../../lib/client/patch.ts";
 import { withFieldOwner } from "../../lib/client/wrappers.ts";
-import type { KubeConfig } from "../../lib/kube/config.ts";
+import type { KubeConfig } from "../../lib/kube/config/types.ts";
 import { ApiError, isNotFound } from "../../lib/kube/errors.ts";
 import type { Transport } from "../../lib/kube/transport.ts";
 import { FakeClient } from "../../lib/testing/fake_client.ts";

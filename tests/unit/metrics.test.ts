@@ -12,7 +12,7 @@ import { FakeClock } from "../../lib/testing/fake_clock.ts";
 import { Controller } from "../../lib/controller/controller.ts";
 import { TerminalError } from "../../lib/reconcile/reconcile.ts";
 import { WorkQueue } from "../../lib/workqueue/workqueue.ts";
-import type { KubeConfig } from "../../lib/kube/config.ts";
+import type { KubeConfig } from "../../lib/kube/config/types.ts";
 import { RestClient } from "../../lib/kube/rest.ts";
 import type { Transport } from "../../lib/kube/transport.ts";
 import { formatNumber } from "../../lib/metrics/exposition.ts";

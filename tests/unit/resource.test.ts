@@ -25,7 +25,7 @@ import {
   writeQuery,
 } from "../../lib/client/options.ts";
 import { RestClient } from "../../lib/kube/rest.ts";
-import type { KubeConfig } from "../../lib/kube/config.ts";
+import type { KubeConfig } from "../../lib/kube/config/types.ts";
 
 describe("resource types", () => {
   it("pluralises kinds the way Kubernetes' tools do", () => {

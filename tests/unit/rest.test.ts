@@ -2,7 +2,7 @@
 // timeouts and watches. The real API server is exercised in tests/integration/rest.test.ts.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import type { KubeConfig } from "../../lib/kube/config.ts";
+import type { KubeConfig } from "../../lib/kube/config/types.ts";
 import { ApiError, isGone, isNotFound } from "../../lib/kube/errors.ts";
 import {
   encodeQuery,
@@ -12,6 +12,9 @@ import {
 } from "../../lib/kube/rest.ts";
 import type { Transport } from "../../lib/kube/transport.ts";
 import { captureLogs } from "../support/logs.ts";
+
+/** Explicit, so no test depends on a runtime's default (Bun: 5 s). */
+const TIMEOUT = { timeout: 30_000 };
 
 const config: KubeConfig = {
   server: "https://api.test:6443",
@@ -43,7 +46,7 @@ function fakeTransport(respond: (path: string, init: RequestInit) => Response | 
 }
 
 describe("encodeQuery", () => {
-  it("skips undefined, repeats arrays and escapes values", () => {
+  it("skips undefined, repeats arrays and escapes values", TIMEOUT, () => {
     assert.equal(encodeQuery(undefined), "");
     assert.equal(encodeQuery({ a: undefined }), "");
     assert.equal(
@@ -61,7 +64,7 @@ describe("encodeQuery", () => {
 });
 
 describe("parseWarningHeaders", () => {
-  it("extracts each warning text, unescaping quotes", () => {
+  it("extracts each warning text, unescaping quotes", TIMEOUT, () => {
     assert.deepEqual(parseWarningHeaders(null), []);
     assert.deepEqual(
       parseWarningHeaders('299 - "spec.foo is deprecated", 299 - "use \\"bar\\" instead"'),
@@ -74,12 +77,12 @@ describe("RestClient", () => {
   let logs: Awaited<ReturnType<typeof captureLogs>>;
   before(async () => {
     logs = await captureLogs();
-  });
+  }, TIMEOUT);
   after(async () => {
     await logs.stop();
-  });
+  }, TIMEOUT);
 
-  it("sends JSON with method, query and headers, and parses the JSON answer", async () => {
+  it("sends JSON with method, query and headers, and parses the JSON answer", TIMEOUT, async () => {
     const { transport, seen } = fakeTransport(() => Response.json({ kind: "ConfigMap" }));
     const rest = new RestClient(config, { transport });
     const result = await rest.request<{ kind: string }>({
@@ -99,7 +102,7 @@ describe("RestClient", () => {
     assert.equal(headers["X-Extra"], "1");
   });
 
-  it("sends string bodies as they are with the given content type", async () => {
+  it("sends string bodies as they are with the given content type", TIMEOUT, async () => {
     const { transport, seen } = fakeTransport(() => new Response(null, { status: 204 }));
     const rest = new RestClient(config, { transport });
     const result = await rest.request({
@@ -116,7 +119,7 @@ describe("RestClient", () => {
     );
   });
 
-  it("throws an ApiError from a Status answer with the Retry-After header", async () => {
+  it("throws an ApiError from a Status answer with the Retry-After header", TIMEOUT, async () => {
     const { transport } = fakeTransport(() =>
       new Response(
         JSON.stringify({ kind: "Status", code: 410, reason: "Expired", message: "too old" }),
@@ -132,13 +135,13 @@ describe("RestClient", () => {
     });
   });
 
-  it("names the request when the answer is not JSON", async () => {
+  it("names the request when the answer is not JSON", TIMEOUT, async () => {
     const { transport } = fakeTransport(() => new Response("<html>", { status: 200 }));
     const rest = new RestClient(config, { transport });
     await assert.rejects(rest.request({ path: "/apis" }), /GET \/apis: the response is not JSON/);
   });
 
-  it("wraps network failures with the method and URL, keeping the cause", async () => {
+  it("wraps network failures with the method and URL, keeping the cause", TIMEOUT, async () => {
     const cause = new TypeError("connection refused");
     let attempts = 0;
     const transport: Transport = {
@@ -158,35 +161,39 @@ describe("RestClient", () => {
     assert.equal(attempts, 1);
   });
 
-  it("retries reads after 429, 5xx and network failures, honouring Retry-After", async () => {
-    const answers: (() => Response)[] = [
-      () => {
-        throw new TypeError("connection reset");
-      },
-      () => new Response("busy", { status: 503 }),
-      () =>
-        new Response(JSON.stringify({ kind: "Status", code: 429, reason: "TooManyRequests" }), {
-          status: 429,
-          headers: { "Retry-After": "0" },
-        }),
-      () => Response.json({ kind: "PodList" }),
-    ];
-    const infos: RequestInfo[] = [];
-    const { transport, seen } = fakeTransport(() => answers[seen.length - 1]());
-    const rest = new RestClient(config, { transport, onRequest: (info) => infos.push(info) });
-    assert.deepEqual(await rest.request({ path: "/api/v1/pods" }), { kind: "PodList" });
-    assert.equal(seen.length, 4);
-    assert.deepEqual(infos.map((i) => [i.attempt, i.statusCode]), [
-      [0, undefined],
-      [1, 503],
-      [2, 429],
-      [3, 200],
-    ]);
-    assert.equal(infos[0].host, "api.test:6443");
-    assert.equal(infos[0].method, "GET");
-  });
+  it(
+    "retries reads after 429, 5xx and network failures, honouring Retry-After",
+    TIMEOUT,
+    async () => {
+      const answers: (() => Response)[] = [
+        () => {
+          throw new TypeError("connection reset");
+        },
+        () => new Response("busy", { status: 503 }),
+        () =>
+          new Response(JSON.stringify({ kind: "Status", code: 429, reason: "TooManyRequests" }), {
+            status: 429,
+            headers: { "Retry-After": "0" },
+          }),
+        () => Response.json({ kind: "PodList" }),
+      ];
+      const infos: RequestInfo[] = [];
+      const { transport, seen } = fakeTransport(() => answers[seen.length - 1]());
+      const rest = new RestClient(config, { transport, onRequest: (info) => infos.push(info) });
+      assert.deepEqual(await rest.request({ path: "/api/v1/pods" }), { kind: "PodList" });
+      assert.equal(seen.length, 4);
+      assert.deepEqual(infos.map((i) => [i.attempt, i.statusCode]), [
+        [0, undefined],
+        [1, 503],
+        [2, 429],
+        [3, 200],
+      ]);
+      assert.equal(infos[0].host, "api.test:6443");
+      assert.equal(infos[0].method, "GET");
+    },
+  );
 
-  it("gives up after maxRetries and never retries writes", async () => {
+  it("gives up after maxRetries and never retries writes", TIMEOUT, async () => {
     const busy = fakeTransport(() => new Response("busy", { status: 503 }));
     const rest = new RestClient(config, { transport: busy.transport, maxRetries: 2 });
     await assert.rejects(
@@ -202,7 +209,7 @@ describe("RestClient", () => {
     assert.equal(busy.seen.length, 1, "retry: false turns it off");
   });
 
-  it("spaces requests out with a token bucket when qps is set", async () => {
+  it("spaces requests out with a token bucket when qps is set", TIMEOUT, async () => {
     const { transport, seen } = fakeTransport(() => Response.json({}));
     const rest = new RestClient(config, { transport, qps: 50, burst: 2 });
     const started = performance.now();
@@ -213,31 +220,35 @@ describe("RestClient", () => {
     assert.ok(performance.now() - started >= 55, "the bucket made requests wait");
   });
 
-  it("rejects with the abort reason, and with a TimeoutError after its timeout", async () => {
-    const hang = fakeTransport((_, init) =>
-      new Promise<Response>((_, reject) => {
-        init.signal?.addEventListener("abort", () => reject(init.signal?.reason));
-      })
-    );
-    const rest = new RestClient(config, { transport: hang.transport, timeout: 20 });
-    // A real fetch holds the event loop open while it waits; this stand-in does not.
-    const keepAlive = setInterval(() => {}, 1000);
-    try {
-      await assert.rejects(
-        rest.request({ path: "/slow" }),
-        (err: Error) => err.name === "TimeoutError",
+  it(
+    "rejects with the abort reason, and with a TimeoutError after its timeout",
+    TIMEOUT,
+    async () => {
+      const hang = fakeTransport((_, init) =>
+        new Promise<Response>((_, reject) => {
+          init.signal?.addEventListener("abort", () => reject(init.signal?.reason));
+        })
       );
-    } finally {
-      clearInterval(keepAlive);
-    }
-    const controller = new AbortController();
-    const reason = new Error("cancelled by caller");
-    const pending = rest.request({ path: "/slow", signal: controller.signal, timeout: 0 });
-    controller.abort(reason);
-    await assert.rejects(pending, (err) => err === reason);
-  });
+      const rest = new RestClient(config, { transport: hang.transport, timeout: 20 });
+      // A real fetch holds the event loop open while it waits; this stand-in does not.
+      const keepAlive = setInterval(() => {}, 1000);
+      try {
+        await assert.rejects(
+          rest.request({ path: "/slow" }),
+          (err: Error) => err.name === "TimeoutError",
+        );
+      } finally {
+        clearInterval(keepAlive);
+      }
+      const controller = new AbortController();
+      const reason = new Error("cancelled by caller");
+      const pending = rest.request({ path: "/slow", signal: controller.signal, timeout: 0 });
+      controller.abort(reason);
+      await assert.rejects(pending, (err) => err === reason);
+    },
+  );
 
-  it("logs API warnings as structured records", async () => {
+  it("logs API warnings as structured records", TIMEOUT, async () => {
     logs.records.length = 0;
     const { transport } = fakeTransport(() =>
       Response.json({}, { headers: { Warning: '299 - "v1beta1 is deprecated"' } })
@@ -250,7 +261,7 @@ describe("RestClient", () => {
     assert.equal(warning.properties.path, "/apis/x/v1beta1/things");
   });
 
-  it("returns text for plain endpoints", async () => {
+  it("returns text for plain endpoints", TIMEOUT, async () => {
     const { transport, seen } = fakeTransport(() => new Response("ok"));
     assert.equal(
       await new RestClient(config, { transport }).requestText({ path: "/readyz" }),
@@ -259,39 +270,43 @@ describe("RestClient", () => {
     assert.match((seen[0].init.headers as Record<string, string>).Accept, /text\/plain/);
   });
 
-  it("watches with watch=true and yields decoded events, closing the stream on break", async () => {
-    let cancelled = false;
-    const { transport, seen } = fakeTransport(() =>
-      new Response(
-        new ReadableStream({
-          start(controller) {
-            const encoder = new TextEncoder();
-            controller.enqueue(
-              encoder.encode('{"type":"ADDED","object":{"metadata":{"name":"a"}}}\n{"type":"MOD'),
-            );
-            controller.enqueue(encoder.encode('IFIED","object":{"metadata":{"name":"a"}}}\n'));
-          },
-          cancel() {
-            cancelled = true;
-          },
-        }),
-      )
-    );
-    const rest = new RestClient(config, { transport });
-    const types: string[] = [];
-    for await (
-      const event of rest.watch({ path: "/api/v1/pods", query: { resourceVersion: "5" } })
-    ) {
-      types.push(event.type);
-      if (types.length === 2) break;
-    }
-    assert.deepEqual(types, ["ADDED", "MODIFIED"]);
-    assert.equal(seen[0].path, "/api/v1/pods?resourceVersion=5&watch=true");
-    assert.equal(cancelled, true);
-    assert.equal(seen[0].init.signal?.aborted, true, "the request's signal is aborted");
-  });
+  it(
+    "watches with watch=true and yields decoded events, closing the stream on break",
+    TIMEOUT,
+    async () => {
+      let cancelled = false;
+      const { transport, seen } = fakeTransport(() =>
+        new Response(
+          new ReadableStream({
+            start(controller) {
+              const encoder = new TextEncoder();
+              controller.enqueue(
+                encoder.encode('{"type":"ADDED","object":{"metadata":{"name":"a"}}}\n{"type":"MOD'),
+              );
+              controller.enqueue(encoder.encode('IFIED","object":{"metadata":{"name":"a"}}}\n'));
+            },
+            cancel() {
+              cancelled = true;
+            },
+          }),
+        )
+      );
+      const rest = new RestClient(config, { transport });
+      const types: string[] = [];
+      for await (
+        const event of rest.watch({ path: "/api/v1/pods", query: { resourceVersion: "5" } })
+      ) {
+        types.push(event.type);
+        if (types.length === 2) break;
+      }
+      assert.deepEqual(types, ["ADDED", "MODIFIED"]);
+      assert.equal(seen[0].path, "/api/v1/pods?resourceVersion=5&watch=true");
+      assert.equal(cancelled, true);
+      assert.equal(seen[0].init.signal?.aborted, true, "the request's signal is aborted");
+    },
+  );
 
-  it("throws the refusal of a watch on the first next()", async () => {
+  it("throws the refusal of a watch on the first next()", TIMEOUT, async () => {
     const { transport } = fakeTransport(() =>
       new Response(JSON.stringify({ kind: "Status", code: 404, reason: "NotFound" }), {
         status: 404,
@@ -303,7 +318,7 @@ describe("RestClient", () => {
     );
   });
 
-  it("does not start a watch whose signal is already aborted", async () => {
+  it("does not start a watch whose signal is already aborted", TIMEOUT, async () => {
     const { transport, seen } = fakeTransport(() => new Response(""));
     const reason = new Error("already");
     const watch = new RestClient(config, { transport }).watch({
@@ -314,7 +329,7 @@ describe("RestClient", () => {
     assert.equal(seen.length, 0);
   });
 
-  it("closes its transport", () => {
+  it("closes its transport", TIMEOUT, () => {
     const fake = fakeTransport(() => new Response(""));
     new RestClient(config, { transport: fake.transport }).close();
     assert.equal(fake.isClosed(), true);

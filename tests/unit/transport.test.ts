@@ -3,9 +3,12 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
-import type { AuthProvider, KubeConfig } from "../../lib/kube/config.ts";
-import { createTransport, defaultUserAgent } from "../../lib/kube/transport.ts";
+import type { AuthProvider, KubeConfig } from "../../lib/kube/config/types.ts";
+import { defaultUserAgent, newTransport } from "../../lib/kube/transport.ts";
 import { VERSION } from "../../lib/version.ts";
+
+/** Explicit, so no test depends on a runtime's default (Bun: 5 s). */
+const TIMEOUT = { timeout: 30_000 };
 
 let server: Server;
 let base = "";
@@ -25,11 +28,11 @@ before(async () => {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const address = server.address();
   base = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
-});
+}, TIMEOUT);
 
 after(async () => {
   await new Promise((resolve) => server.close(resolve));
-});
+}, TIMEOUT);
 
 function configWith(auth: AuthProvider): KubeConfig {
   return { server: base, namespace: "default", auth, source: "unit test" };
@@ -50,10 +53,10 @@ function rotatingToken(canRefresh = true) {
   return { auth, invalidations: () => invalidations };
 }
 
-describe("createTransport", () => {
-  it("sends the User-Agent and the provider's headers to the server's path", async () => {
+describe("newTransport", () => {
+  it("sends the User-Agent and the provider's headers to the server's path", TIMEOUT, async () => {
     requests.length = 0;
-    const transport = createTransport(
+    const transport = newTransport(
       configWith({
         credentials: () => Promise.resolve({ headers: { Authorization: "Bearer abc" } }),
       }),
@@ -79,30 +82,34 @@ describe("createTransport", () => {
     }
   });
 
-  it("refreshes credentials once after a 401 and repeats the request with its body", async () => {
-    requests.length = 0;
-    const token = rotatingToken();
-    const transport = createTransport(configWith(token.auth), { userAgent: "test-agent" });
-    try {
-      const response = await transport.fetch("/apis", { method: "POST", body: '{"a":1}' });
-      assert.equal(response.status, 200);
-      await response.body?.cancel();
-      assert.equal(token.invalidations(), 1);
-      assert.deepEqual(requests.map((r) => r.headers.authorization), [
-        "Bearer stale",
-        "Bearer fresh",
-      ]);
-      assert.deepEqual(requests.map((r) => r.body), ['{"a":1}', '{"a":1}']);
-      assert.equal(requests[0].headers["user-agent"], "test-agent");
-    } finally {
-      transport.close();
-    }
-  });
+  it(
+    "refreshes credentials once after a 401 and repeats the request with its body",
+    TIMEOUT,
+    async () => {
+      requests.length = 0;
+      const token = rotatingToken();
+      const transport = newTransport(configWith(token.auth), { userAgent: "test-agent" });
+      try {
+        const response = await transport.fetch("/apis", { method: "POST", body: '{"a":1}' });
+        assert.equal(response.status, 200);
+        await response.body?.cancel();
+        assert.equal(token.invalidations(), 1);
+        assert.deepEqual(requests.map((r) => r.headers.authorization), [
+          "Bearer stale",
+          "Bearer fresh",
+        ]);
+        assert.deepEqual(requests.map((r) => r.body), ['{"a":1}', '{"a":1}']);
+        assert.equal(requests[0].headers["user-agent"], "test-agent");
+      } finally {
+        transport.close();
+      }
+    },
+  );
 
-  it("returns the 401 when the credentials cannot be refreshed", async () => {
+  it("returns the 401 when the credentials cannot be refreshed", TIMEOUT, async () => {
     requests.length = 0;
     const token = rotatingToken(false);
-    const transport = createTransport(configWith(token.auth));
+    const transport = newTransport(configWith(token.auth));
     try {
       const response = await transport.fetch("/apis");
       assert.equal(response.status, 401);
@@ -114,10 +121,10 @@ describe("createTransport", () => {
     }
   });
 
-  it("does not repeat a request whose body is a stream", async () => {
+  it("does not repeat a request whose body is a stream", TIMEOUT, async () => {
     requests.length = 0;
     const token = rotatingToken();
-    const transport = createTransport(configWith(token.auth));
+    const transport = newTransport(configWith(token.auth));
     try {
       const body = new ReadableStream({
         start(controller) {
@@ -138,8 +145,8 @@ describe("createTransport", () => {
     }
   });
 
-  it("refuses requests after close, naming the server", async () => {
-    const transport = createTransport(
+  it("refuses requests after close, naming the server", TIMEOUT, async () => {
+    const transport = newTransport(
       configWith({ credentials: () => Promise.resolve({}) }),
     );
     transport.close();
