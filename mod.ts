@@ -504,7 +504,7 @@ export {
   type LeaseKey,
 } from "./lib/leaderelection/leader_election.ts";
 
-export { Manager, type ManagerOptions } from "./lib/manager/manager.ts";
+export { Manager, type ManagerOptions, type MetricsServing } from "./lib/manager/manager.ts";
 
 export {
   type Handler,
