@@ -488,7 +488,7 @@ function bunTestSetup(): string {
 const bun = (globalThis as {
   Bun?: { jest?(path: string): { setDefaultTimeout(ms: number): void } };
 }).Bun;
-bun?.jest?.(import.meta.path).setDefaultTimeout(${BUN_TEST_TIMEOUT_MS});
+bun?.jest?.(new URL(import.meta.url).pathname).setDefaultTimeout(${BUN_TEST_TIMEOUT_MS});
 `;
 }
 
