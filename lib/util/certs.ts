@@ -7,9 +7,12 @@
  * @module
  */
 
-// tsyringe, inside @peculiar/x509, needs the Reflect metadata API before it loads.
-import "reflect-metadata";
-import * as x509 from "@peculiar/x509";
+import type * as X509 from "@peculiar/x509";
+
+// tsyringe, inside @peculiar/x509, needs the Reflect metadata API before it loads. A bundler
+// (bun build) may evaluate static imports out of order, so both load here, in order.
+await import("reflect-metadata");
+const x509: typeof X509 = await import("@peculiar/x509");
 
 x509.cryptoProvider.set(globalThis.crypto);
 
@@ -118,10 +121,10 @@ export async function createCertificateAuthority(
   async function issue(
     subject: string,
     usage: string,
-    subjectAltNames: x509.JsonGeneralName[],
+    subjectAltNames: X509.JsonGeneralName[],
   ): Promise<CertificatePair> {
     const keys = await generateKeys();
-    const extensions: x509.Extension[] = [
+    const extensions: X509.Extension[] = [
       new x509.BasicConstraintsExtension(false, undefined, true),
       new x509.KeyUsagesExtension(
         x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment,
