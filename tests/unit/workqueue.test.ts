@@ -631,7 +631,7 @@ describe("realClock", () => {
 
 describe("WorkQueue on the real clock", () => {
   const runtime = (globalThis as { Deno?: unknown }).Deno ? "deno" : "bun";
-  const moduleUrl = new URL("../../lib/controller/workqueue.ts", import.meta.url).href;
+  const moduleUrl = new URL("../../lib/workqueue/workqueue.ts", import.meta.url).href;
 
   function runScript(body: string): { status: number | null; stdout: string; stderr: string } {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rudder-workqueue-"));
