@@ -1,7 +1,9 @@
-// No test depends on a runtime's default timeout: Bun runs node:test's before and after hooks
-// under bun test's default (5 s) whatever timeout they ask for, so the repository and the
-// scaffold both preload a longer default (bunfig.toml). Here `bun test` runs a hook slower than
-// 5 s with each set of settings, as a control plane starting on a busy machine is.
+// Timeouts for a busy machine. No test depends on a runtime's default timeout: Bun runs
+// node:test's before and after hooks under bun test's default (5 s) whatever timeout they ask
+// for, so the repository and the scaffold both preload a longer default (bunfig.toml). Here
+// `bun test` runs a hook slower than 5 s with each set of settings, as a control plane starting
+// on a busy machine is. And Environment's start and stop timeouts can be set from the
+// environment as in controller-runtime.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -13,6 +15,7 @@ import { fileURLToPath } from "node:url";
 import { DEPENDENCY_VERSIONS } from "../../cli/init.ts";
 import { runtimeExecutable } from "../../cli/project.ts";
 import { scaffold } from "../../cli/templates.ts";
+import { parseDuration } from "../../lib/testing/envtest.ts";
 
 const CHECKOUT = fileURLToPath(new URL("../../", import.meta.url));
 /** Longer than Bun's default of 5 s. */
@@ -104,4 +107,19 @@ describe("bun test settings", () => {
       assert.match(output, /\b1 pass\b/);
     },
   );
+});
+
+describe("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT and _STOP_TIMEOUT", () => {
+  it("are Go durations or milliseconds", { timeout: 1_000 }, () => {
+    assert.equal(parseDuration("90s"), 90_000);
+    assert.equal(parseDuration("2m"), 120_000);
+    assert.equal(parseDuration("1m30s"), 90_000);
+    assert.equal(parseDuration("1.5s"), 1_500);
+    assert.equal(parseDuration("250ms"), 250);
+    assert.equal(parseDuration("1h"), 3_600_000);
+    assert.equal(parseDuration("45000"), 45_000);
+    for (const bad of ["", "soon", "10 s", "5x", "-1s", "1s garbage"]) {
+      assert.equal(parseDuration(bad), undefined, bad);
+    }
+  });
 });
