@@ -116,8 +116,10 @@ export const devSpec: CommandSpec = {
     },
   },
   details: [
-    "The operator gets KUBECONFIG, LEADER_ELECTION_NAMESPACE=default and LOG_FORMAT=dev",
-    "unless they are set. Changes to tests, config/, dist/ and node_modules/ are ignored.",
+    "The operator gets KUBECONFIG, LEADER_ELECTION_NAMESPACE=default, LOG_FORMAT=dev,",
+    "METRICS_BIND_ADDRESS=127.0.0.1:8080 and METRICS_SERVING=insecure-http (plain HTTP for",
+    "local scraping; a generated main.ts reads both) unless they are set.",
+    "Changes to tests, config/, dist/ and node_modules/ are ignored.",
   ],
   examples: [
     "rudder dev",
@@ -202,6 +204,9 @@ async function loop(
       KUBECONFIG: kubeconfig,
       LEADER_ELECTION_NAMESPACE: io.env.LEADER_ELECTION_NAMESPACE ?? "default",
       LOG_FORMAT: io.env.LOG_FORMAT ?? "dev",
+      // Plain HTTP on loopback, asked for by name: a laptop has no scraper with a token.
+      METRICS_BIND_ADDRESS: io.env.METRICS_BIND_ADDRESS ?? "127.0.0.1:8080",
+      METRICS_SERVING: io.env.METRICS_SERVING ?? "insecure-http",
     } as Record<string, string>);
     io.err(
       `rudder dev: started the operator (pid ${operator.child.pid}): ${command} ${args.join(" ")}`,

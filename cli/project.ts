@@ -10,7 +10,7 @@
  *   "main": "main.ts",
  *   "setup": "setup",
  *   "api": ["api/memcached.ts"],
- *   "metricsBindAddress": ":8080",
+ *   "metricsBindAddress": ":8443",
  *   "healthProbeBindAddress": ":8081",
  *   "rbac": [{ "apiGroups": [""], "resources": ["secrets"], "verbs": ["get"] }],
  *   "permissions": { "apiServers": [], "net": [], "read": [], "env": [] }
@@ -114,7 +114,7 @@ export interface ProjectSettings {
   setup: string;
   /** Modules whose exports with a `crd()` method are the project's CRDs; default `api/*.ts`. */
   api: string[];
-  /** Metrics address in the cluster; default `:8080`. */
+  /** Metrics address in the cluster (HTTPS); default `:8443`. */
   metricsBindAddress: string;
   /** Health-probe address in the cluster; default `:8081`. */
   healthProbeBindAddress: string;
@@ -178,7 +178,7 @@ export function loadProject(dir: string): ProjectSettings {
     main,
     setup: settings.setup ?? "setup",
     api: settings.api ?? defaultApiModules(root),
-    metricsBindAddress: settings.metricsBindAddress ?? ":8080",
+    metricsBindAddress: settings.metricsBindAddress ?? ":8443",
     healthProbeBindAddress: settings.healthProbeBindAddress ?? ":8081",
     rbac: settings.rbac ?? [],
     permissions: {

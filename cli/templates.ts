@@ -211,10 +211,10 @@ function rudderJson(options: ScaffoldOptions): string {
     main: "main.ts",
     setup: "setup",
     api: [n.apiFile],
-    metricsBindAddress: ":8080",
+    metricsBindAddress: ":8443",
     healthProbeBindAddress: ":8081",
     rbac: [],
-    permissions: { apiServers: [], net: [], read: [], env: ["LOG_FORMAT"] },
+    permissions: { apiServers: [], net: [], read: [], env: ["LOG_FORMAT", "METRICS_SERVING"] },
   });
 }
 
@@ -347,9 +347,11 @@ function mainModule(options: ScaffoldOptions): string {
   return `/**
  * The ${options.name} operator's entry point. In a cluster the Deployment of \`rudder manifests\`
  * sets its environment: LEADER_ELECTION_NAMESPACE (the pod's namespace), METRICS_BIND_ADDRESS
- * and HEALTH_PROBE_BIND_ADDRESS. Outside one, it uses your kubeconfig and needs
- * LEADER_ELECTION_NAMESPACE set (\`rudder dev\` does all of this for you). LOG_FORMAT=dev prints
- * readable lines instead of JSON.
+ * and HEALTH_PROBE_BIND_ADDRESS. Metrics are served over HTTPS to scrapers the API server
+ * authenticates and authorises (bind the \`${options.name}-metrics-reader\` ClusterRole);
+ * METRICS_SERVING=insecure-http serves plain HTTP to anyone instead, for local development.
+ * Outside a cluster it uses your kubeconfig and needs LEADER_ELECTION_NAMESPACE set (\`rudder dev\`
+ * does all of this for you). LOG_FORMAT=dev prints readable lines instead of JSON.
  *
  * @module
  */
@@ -371,7 +373,9 @@ export function setup(mgr: Manager): void {
 /** The operator's manager, configured from the environment, with its controllers. */
 export function createManager(overrides: Partial<ManagerOptions> = {}): Manager {
   const mgr = new Manager({
-    metricsBindAddress: process.env.METRICS_BIND_ADDRESS ?? ":8080",
+    metricsBindAddress: process.env.METRICS_BIND_ADDRESS ?? ":8443",
+    // Plain HTTP only when asked for in so many words; anything else serves HTTPS.
+    metricsServing: process.env.METRICS_SERVING === "insecure-http" ? "insecure-http" : "secure",
     healthProbeBindAddress: process.env.HEALTH_PROBE_BIND_ADDRESS ?? ":8081",
     leaderElection: true,
     leaderElectionID: "${options.name}-leader",
@@ -404,6 +408,9 @@ function controllerTest(options: ScaffoldOptions): string {
   return `// The ${kind} controller, tested two ways: its reconciler against FakeClient (in memory, no
 // cluster), and the whole operator against a real local control plane (etcd + kube-apiserver,
 // started by Environment; \`rudder envtest setup\` builds them, or set KUBEBUILDER_ASSETS).
+// Every hook and test states its timeout: a control plane can take a minute to start on a busy
+// machine. (Bun runs node:test hooks under bun test's own default, 5 s, whatever they ask for;
+// bunfig.toml preloads bun_test_setup.ts, which raises it.)
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { type Client, ConfigMap, newClient } from "@rudder/operator";
@@ -429,8 +436,13 @@ async function eventually(what: string, check: () => Promise<boolean>): Promise<
   }
 }
 
+/** Milliseconds for starting the control plane: Environment gives up after 2 min itself. */
+const START_TIMEOUT = 180_000;
+/** Milliseconds for a test on the control plane, or for stopping it. */
+const TEST_TIMEOUT = 60_000;
+
 describe("${kind}Reconciler", () => {
-  it("creates the ConfigMap it owns and reports Ready", async () => {
+  it("creates the ConfigMap it owns and reports Ready", { timeout: TEST_TIMEOUT }, async () => {
     const key = { namespace: "default", name: "sample" };
     const client = new FakeClient({ types: [${kind}] });
     await client.create({
@@ -466,7 +478,7 @@ describe("the ${options.name} operator on a local control plane", () => {
       leaderElection: false,
     });
     running = mgr.start(stop.signal);
-  });
+  }, { timeout: START_TIMEOUT });
 
   after(async () => {
     stop.abort();
@@ -475,9 +487,11 @@ describe("the ${options.name} operator on a local control plane", () => {
     } finally {
       await env.stop();
     }
-  });
+  }, { timeout: TEST_TIMEOUT });
 
-  it("reconciles a ${kind}: its ConfigMap holds the message and its status is Ready", async () => {
+  it("reconciles a ${kind}: its ConfigMap holds the message and its status is Ready", {
+    timeout: TEST_TIMEOUT,
+  }, async () => {
     const key = { namespace: "default", name: "hello" };
     await client.create({
       apiVersion: "${apiVersion}",
@@ -493,6 +507,28 @@ describe("the ${options.name} operator on a local control plane", () => {
     assert.equal(configMap.data?.message, "hello, world");
   });
 });
+`;
+}
+
+/** Milliseconds bun test allows a test or hook that states no timeout of its own. */
+const BUN_TEST_TIMEOUT_MS = 300_000;
+
+function bunfigToml(): string {
+  return `# bun test: bun_test_setup.ts raises the default timeout of tests and hooks (5 s) before
+# any test file loads.
+[test]
+preload = ["./bun_test_setup.ts"]
+`;
+}
+
+function bunTestSetup(): string {
+  return `// Preloaded by bun test (bunfig.toml). Bun runs node:test's before and after hooks under its
+// default timeout, 5 s, whatever timeout they ask for; starting a local control plane takes
+// longer on a busy machine. Deno has no default timeout and never loads this file.
+const bun = (globalThis as {
+  Bun?: { jest?(path: string): { setDefaultTimeout(ms: number): void } };
+}).Bun;
+bun?.jest?.(new URL(import.meta.url).pathname).setDefaultTimeout(${BUN_TEST_TIMEOUT_MS});
 `;
 }
 
@@ -544,6 +580,7 @@ ${
       [`\`${n.testFile}\``, "its tests: FakeClient, and the operator on a local control plane"],
       ["`main.ts`", "`setup(mgr)` registers the controllers; run, it starts the manager"],
       ["`rudder.json`", "name, namespace, image, ports, extra RBAC rules and Deno permissions"],
+      ["`bunfig.toml`", "`bun test` settings: preloads `bun_test_setup.ts` (test timeouts)"],
       ["`Dockerfile`", "the compiled executable on `gcr.io/distroless/cc`, as user 65532"],
     ])
   }
@@ -572,7 +609,12 @@ kubectl apply -k config/
 add \`--api-server <host:port>\` (the cluster's \`kubernetes\` Service) to limit its network access to
 that API server. \`deno task build --runtime bun\` uses \`bun build --compile\`. The ClusterRole is
 derived from what the controllers watch and own; add rules the reconciler needs beyond those to
-\`rbac\` in \`rudder.json\`.
+\`rbac\` in \`rudder.json\`. Leader election gets a Role in the operator's namespace only.
+
+Metrics are served over HTTPS on port 8443 (the Service
+\`${options.name}-controller-manager-metrics-service\`), with a certificate the operator makes
+for itself, to scrapers whose token the API server accepts and whose ServiceAccount is bound to the
+ClusterRole \`${options.name}-metrics-reader\`. \`deno task dev\` serves them over plain HTTP.
 `;
 }
 
@@ -591,6 +633,8 @@ export function scaffold(
     [n.apiFile, apiModule(options)],
     [n.controllerFile, controllerModule(options)],
     [n.testFile, controllerTest(options)],
+    ["bunfig.toml", bunfigToml()],
+    ["bun_test_setup.ts", bunTestSetup()],
     ["Dockerfile", dockerfile(options)],
     [".dockerignore", `*\n!dist/${options.name}\n`],
     [".gitignore", "dist/\nnode_modules/\n"],

@@ -53,6 +53,8 @@ try {
   const mgr = createManager({
     config,
     metricsBindAddress: await metricsAddress(),
+    // The demo scrapes its own metrics without a token: plain HTTP, asked for by name.
+    metricsServing: "insecure-http",
     healthProbeBindAddress: "127.0.0.1:0",
     leaderElectionNamespace: "default",
     leaderElectionReleaseOnCancel: true,

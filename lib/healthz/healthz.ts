@@ -1,13 +1,19 @@
 /**
  * Health and readiness probes, served with hono like kube-apiserver's own: `/healthz`,
  * `/readyz`, `/healthz/<check>`, `/readyz/<check>`, and `?verbose` to list every check.
- * Failing probes answer 500 and name the failing checks.
+ * Failing probes answer 500 and name the failing checks, but never say why: the probe server
+ * is unauthenticated, and a reason can quote a server address or a configuration. As
+ * controller-runtime's healthz does, the page reads `[-]<check> failed: reason withheld` and
+ * the reason goes to the log.
  *
  * @module
  */
 
+import { getLogger } from "@logtape/logtape";
 import { Hono } from "hono";
 import type { InformerHealth } from "../cache/informer.ts";
+
+const logger = getLogger(["rudder", "healthz"]);
 
 /** A check: resolves when healthy, throws (or rejects) with the reason when not. */
 export type Checker = (request?: Request) => void | Promise<void>;
@@ -87,9 +93,12 @@ async function answer(
   }
   const results = await checks.run(request, only);
   const failed = results.filter((r) => r.error !== undefined);
+  for (const { name, error } of failed) {
+    logger.debug("Check {check} failed: {error}", { check: name, error });
+  }
   const lines = results
     .filter((r) => verbose || r.error !== undefined)
-    .map((r) => r.error === undefined ? `[+]${r.name} ok` : `[-]${r.name} failed: ${r.error}`);
+    .map((r) => r.error === undefined ? `[+]${r.name} ok` : `[-]${r.name} failed: reason withheld`);
   if (failed.length === 0) {
     const body = verbose ? `${lines.join("\n")}\nok\n` : "ok\n";
     return new Response(body, { status: 200, headers: { "Content-Type": "text/plain" } });
@@ -101,7 +110,8 @@ async function answer(
 }
 
 /**
- * The probe endpoints as a hono app.
+ * The probe endpoints as a hono app. Failing checks are named with `reason withheld`; their
+ * errors are logged (category `rudder.healthz`, debug) instead of served.
  *
  * @example
  * ```ts

@@ -41,7 +41,8 @@ import { metricsApp } from "../metrics/server.ts";
 import { EventRecorder } from "../events/recorder.ts";
 import { type Checker, Checks, healthApp, informersReady } from "../healthz/healthz.ts";
 import { LeaderElectionLostError, LeaderElector } from "../leaderelection/leader_election.ts";
-import { type RunningServer, serve } from "./server.ts";
+import { serveWithCertificateDirectory } from "./certificate_server.ts";
+import { parseAddress, type RunningServer, serve } from "./server.ts";
 
 export { LeaderElectionLostError };
 
@@ -51,15 +52,30 @@ const IN_CLUSTER_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount
 export interface ManagerOptions {
   /** Where the API server is; default `loadConfig()` (loaded when first needed). */
   config?: KubeConfig;
-  /** Address of the Prometheus metrics server, e.g. `":8080"`; default `":8080"`; `"0"` disables. */
+  /**
+   * Address of the Prometheus metrics server, e.g. `":8443"`; default `":8443"`; `"0"`
+   * disables it.
+   */
   metricsBindAddress?: string;
   /**
-   * Authenticate and authorise scrapers with TokenReview and SubjectAccessReview (like
-   * controller-runtime's `filters.WithAuthenticationAndAuthorization`); with `metricsTLS` the
-   * server speaks HTTPS.
+   * How metrics are served; default `"secure"`: HTTPS, and every scrape needs a bearer token
+   * the API server authenticates (TokenReview) for a user it authorises to `get` the path
+   * (SubjectAccessReview), as kubebuilder's scaffold serves them. The manager's own identity then
+   * needs `create` on `tokenreviews` and `subjectaccessreviews`. `"insecure-http"` serves plain
+   * HTTP to anyone: for local development only.
    */
-  metricsSecure?: boolean;
-  /** PEM certificate and key for the metrics server. */
+  metricsServing?: MetricsServing;
+  /**
+   * Directory with the metrics server's certificate (`metricsCertName`) and key
+   * (`metricsKeyName`), e.g. a mounted Secret; read again when they change. Without it (and
+   * without `metricsTLS`) the manager makes a self-signed certificate at start.
+   */
+  metricsCertDir?: string;
+  /** File name of the certificate in `metricsCertDir`; default `tls.crt`. */
+  metricsCertName?: string;
+  /** File name of the key in `metricsCertDir`; default `tls.key`. */
+  metricsKeyName?: string;
+  /** PEM certificate and key for the metrics server, fixed for its life. */
   metricsTLS?: { cert: string; key: string };
   /** Address of the `/healthz` and `/readyz` server, e.g. `":8081"`; default none. */
   healthProbeBindAddress?: string;
@@ -89,7 +105,55 @@ export interface ManagerOptions {
   metricsRegistry?: Registry;
 }
 
+/**
+ * How the metrics server serves: `"secure"` (HTTPS with TokenReview and SubjectAccessReview) or
+ * `"insecure-http"` (plain HTTP, no authentication, for local development).
+ *
+ * @example
+ * ```ts
+ * import { Manager } from "@rudder/operator";
+ * import { type MetricsServing } from "@rudder/operator/manager";
+ *
+ * const metricsServing: MetricsServing = "insecure-http"; // a laptop, not a cluster
+ * const mgr = new Manager({ metricsBindAddress: "127.0.0.1:8080", metricsServing });
+ * ```
+ */
+export type MetricsServing = "secure" | "insecure-http";
+
 const DEFAULT_GRACEFUL_SHUTDOWN_MS = 30_000;
+/** Metrics on HTTPS, as kubebuilder's scaffold serves them. */
+const DEFAULT_METRICS_BIND_ADDRESS = ":8443";
+const METRICS_SERVING: readonly MetricsServing[] = ["secure", "insecure-http"];
+
+/**
+ * Checks the metrics options before anything starts: an unknown `metricsServing`, TLS material
+ * for plain HTTP, or two sources of certificates are errors.
+ */
+function validateMetricsOptions(options: ManagerOptions): void {
+  const serving = options.metricsServing ?? "secure";
+  if (!METRICS_SERVING.includes(serving)) {
+    throw new Error(
+      `metricsServing must be "secure" or "insecure-http", not ${JSON.stringify(serving)}`,
+    );
+  }
+  const tlsGiven = options.metricsTLS
+    ? "metricsTLS"
+    : options.metricsCertDir
+    ? "metricsCertDir"
+    : "";
+  if (serving === "insecure-http" && tlsGiven) {
+    throw new Error(
+      `${tlsGiven} is set but metricsServing is "insecure-http": drop one (secure serving is the ` +
+        "default)",
+    );
+  }
+  if (options.metricsTLS && options.metricsCertDir) {
+    throw new Error("metricsTLS and metricsCertDir are both set: give the certificate once");
+  }
+  if (options.metricsTLS && (!options.metricsTLS.cert || !options.metricsTLS.key)) {
+    throw new Error("metricsTLS needs both cert and key (PEM)");
+  }
+}
 
 /** A group of runnables sharing one stop signal. */
 class RunnableGroup {
@@ -170,7 +234,8 @@ function lazyConfig(
 
 /**
  * Runs an operator: controllers, the shared cache, clients, leader election, metrics and health
- * probes.
+ * probes. Metrics are served on `:8443` over HTTPS to scrapers the API server authenticates and
+ * authorises (see `metricsServing`); health probes on plain HTTP.
  *
  * @example
  * ```ts ignore
@@ -211,6 +276,7 @@ export class Manager implements ControllerHost {
 
   /** Creates a manager; nothing runs until {@linkcode Manager.start}. */
   constructor(options: ManagerOptions = {}) {
+    validateMetricsOptions(options);
     this.#options = options;
     if (options.config) {
       this.#config = options.config;
@@ -419,17 +485,10 @@ export class Manager implements ControllerHost {
   }
 
   async #startServers(): Promise<void> {
-    const metricsAddress = this.#options.metricsBindAddress ?? ":8080";
+    const metricsAddress = this.#options.metricsBindAddress ?? DEFAULT_METRICS_BIND_ADDRESS;
     if (metricsAddress !== "0") {
       registerProcessMetrics(this.#registry);
-      const app = metricsApp(
-        this.#registry,
-        this.#options.metricsSecure ? { secure: { rest: this.#rest } } : {},
-      );
-      this.#servers.push({
-        name: "metrics",
-        server: await serve(app.fetch, { address: metricsAddress, tls: this.#options.metricsTLS }),
-      });
+      this.#servers.push({ name: "metrics", server: await this.#serveMetrics(metricsAddress) });
     }
     const probeAddress = this.#options.healthProbeBindAddress;
     if (probeAddress && probeAddress !== "0") {
@@ -442,6 +501,38 @@ export class Manager implements ControllerHost {
     for (const { name, server } of this.#servers) {
       this.#log.info("Serving {name} on {url}", { name, url: server.url });
     }
+  }
+
+  /**
+   * The metrics server: plain HTTP only when `metricsServing` says so; else HTTPS with the
+   * certificate of `metricsTLS`, of `metricsCertDir` (reloaded), or a self-signed one.
+   */
+  async #serveMetrics(address: string): Promise<RunningServer> {
+    const options = this.#options;
+    if (options.metricsServing === "insecure-http") {
+      this.#log.warn(
+        "Serving metrics over plain HTTP without authentication (metricsServing: insecure-http)",
+      );
+      return await serve(metricsApp(this.#registry).fetch, { address });
+    }
+    const app = metricsApp(this.#registry, { secure: { rest: this.#rest } });
+    if (options.metricsCertDir) {
+      return await serveWithCertificateDirectory(app.fetch, address, {
+        certDir: options.metricsCertDir,
+        certName: options.metricsCertName,
+        keyName: options.metricsKeyName,
+      });
+    }
+    let tls = options.metricsTLS;
+    if (!tls) {
+      const { selfSignedServingCertificate } = await import("../util/certs.ts");
+      const { hostname: bound } = parseAddress(address);
+      const hosts = ["localhost", hostname(), "127.0.0.1", "::1"];
+      if (bound !== "0.0.0.0" && bound !== "::") hosts.push(bound);
+      tls = await selfSignedServingCertificate([...new Set(hosts)]);
+      this.#log.info("Serving metrics with a self-signed certificate (no metricsCertDir given)");
+    }
+    return await serve(app.fetch, { address, tls });
   }
 
   /** Stops in reverse order: leader runnables, the lease, other runnables, caches, servers. */

@@ -16,6 +16,6 @@
  * @module
  */
 
-export { Manager, type ManagerOptions } from "./manager.ts";
+export { Manager, type ManagerOptions, type MetricsServing } from "./manager.ts";
 export type { Runnable } from "../util/runnable.ts";
 export { configureLogging, type Logger, type LoggingOptions } from "../util/logging.ts";

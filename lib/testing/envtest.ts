@@ -66,11 +66,18 @@ export interface EnvironmentOptions {
   errorIfCRDPathMissing?: boolean;
   /** Directory with `etcd` and `kube-apiserver`; default `$KUBEBUILDER_ASSETS`, then the cache. */
   binaryAssetsDirectory?: string;
-  /** Milliseconds for etcd and kube-apiserver to become ready; default 60 000. */
+  /**
+   * Milliseconds for etcd and kube-apiserver to become ready, together; default
+   * `$KUBEBUILDER_CONTROLPLANE_START_TIMEOUT` (a Go duration such as `90s`, as in
+   * controller-runtime), else 120 000: a busy machine can take over a minute.
+   */
   controlPlaneStartTimeout?: number;
-  /** Milliseconds each process gets to exit after SIGTERM before SIGKILL; default 10 000. */
+  /**
+   * Milliseconds each process gets to exit after SIGTERM before SIGKILL; default
+   * `$KUBEBUILDER_CONTROLPLANE_STOP_TIMEOUT`, else 10 000.
+   */
   controlPlaneStopTimeout?: number;
-  /** Milliseconds for installed CRDs to be established and served; default 30 000. */
+  /** Milliseconds for installed CRDs to be established and served; default 60 000. */
   crdInstallTimeout?: number;
   /** Extra or overriding kube-apiserver flags, e.g. `{ "--etcd-compaction-interval": "5s" }`. */
   kubeAPIServerFlags?: ProcessFlags;
@@ -88,11 +95,46 @@ export interface ControlPlaneProcesses {
   kubeAPIServer: number;
 }
 
-const DEFAULT_START_TIMEOUT_MS = 60_000;
+const DEFAULT_START_TIMEOUT_MS = 120_000;
 const DEFAULT_STOP_TIMEOUT_MS = 10_000;
-const DEFAULT_CRD_TIMEOUT_MS = 30_000;
+const DEFAULT_CRD_TIMEOUT_MS = 60_000;
+/** Milliseconds one readiness probe of etcd or kube-apiserver may take before it is retried. */
+const PROBE_TIMEOUT_MS = 5_000;
 const PORT_ATTEMPTS = 3;
 const LOG_TAIL_LINES = 20;
+
+/**
+ * Milliseconds of a Go duration (`1m30s`, `90s`, `500ms`) or a plain number of milliseconds,
+ * for the KUBEBUILDER_CONTROLPLANE_*_TIMEOUT variables.
+ */
+export function parseDuration(text: string): number | undefined {
+  const trimmed = text.trim();
+  if (/^\d+$/.test(trimmed)) return Number(trimmed);
+  const units: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1 };
+  const parts = [...trimmed.matchAll(/(\d+(?:\.\d+)?)(ms|h|m|s)/g)];
+  if (parts.length === 0 || parts.map((p) => p[0]).join("") !== trimmed) return undefined;
+  return parts.reduce((total, [, value, unit]) => total + Number(value) * units[unit], 0);
+}
+
+function durationFromEnv(name: string): number | undefined {
+  const value = process.env[name];
+  if (value === undefined || value === "") return undefined;
+  const ms = parseDuration(value);
+  if (ms === undefined) {
+    throw new Error(`${name}=${JSON.stringify(value)} is not a duration such as 90s or 2m`);
+  }
+  return ms;
+}
+
+/** The start timeout when the options give none: the environment's, else 2 min. */
+function defaultStartTimeout(): number {
+  return durationFromEnv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") ?? DEFAULT_START_TIMEOUT_MS;
+}
+
+/** The stop timeout when the options give none: the environment's, else 10 s. */
+function defaultStopTimeout(): number {
+  return durationFromEnv("KUBEBUILDER_CONTROLPLANE_STOP_TIMEOUT") ?? DEFAULT_STOP_TIMEOUT_MS;
+}
 
 /**
  * Waits for the test process to go away (its parent pid changes, or it stops existing), then
@@ -499,7 +541,7 @@ export class Environment {
       ),
       ...(this.#options.crds ?? []).map(crdObject),
     ];
-    const timeout = this.#options.controlPlaneStartTimeout ?? DEFAULT_START_TIMEOUT_MS;
+    const timeout = this.#options.controlPlaneStartTimeout ?? defaultStartTimeout();
     const deadline = Date.now() + timeout;
     const dir = mkdtempSync(join(tmpdir(), "rudder-envtest-"));
     this.#directory = dir;
@@ -592,7 +634,9 @@ export class Environment {
           "--log-level": "warn",
         }, this.#options.etcdFlags),
         probe: async () => {
-          const response = await fetch(`${url}/health`, { signal: AbortSignal.timeout(2000) });
+          const response = await fetch(`${url}/health`, {
+            signal: AbortSignal.timeout(PROBE_TIMEOUT_MS),
+          });
           const body = await response.json() as { health?: string };
           return body.health === "true";
         },
@@ -619,7 +663,10 @@ export class Environment {
       source: `envtest ${dir}`,
     });
     const port = await this.#launch("kube-apiserver", binary, dir, deadline, fixedPort, (port) => {
-      const rest = new RestClient(configFor(port), { timeout: 2000, maxRetries: 0 });
+      const rest = new RestClient(configFor(port), {
+        timeout: PROBE_TIMEOUT_MS,
+        maxRetries: 0,
+      });
       return {
         args: flagArgs({
           "--bind-address": "127.0.0.1",
@@ -665,7 +712,7 @@ export class Environment {
     },
   ): Promise<number> {
     const attach = this.#options.attachControlPlaneOutput ?? false;
-    const stopTimeout = this.#options.controlPlaneStopTimeout ?? DEFAULT_STOP_TIMEOUT_MS;
+    const stopTimeout = this.#options.controlPlaneStopTimeout ?? defaultStopTimeout();
     for (let attempt = 1;; attempt++) {
       const port = fixedPort ?? await freePort();
       const { args, probe, close } = launchOn(port);
@@ -709,7 +756,7 @@ export class Environment {
   }
 
   #startError(proc: ControlPlaneProcess): Error {
-    const timeout = this.#options.controlPlaneStartTimeout ?? DEFAULT_START_TIMEOUT_MS;
+    const timeout = this.#options.controlPlaneStartTimeout ?? defaultStartTimeout();
     const what = proc.exit
       ? `${proc.name} ${proc.describeExit()} before it was ready`
       : `${proc.name} was not ready within ${timeout} ms`;
@@ -749,7 +796,7 @@ export class Environment {
   async stopAPIServer(options: { timeout?: number } = {}): Promise<void> {
     if (!this.#config) throw new Error("Environment is not started: call start() first");
     await this.#apiServer?.stop(
-      options.timeout ?? this.#options.controlPlaneStopTimeout ?? DEFAULT_STOP_TIMEOUT_MS,
+      options.timeout ?? this.#options.controlPlaneStopTimeout ?? defaultStopTimeout(),
     );
   }
 
@@ -760,7 +807,7 @@ export class Environment {
     if (this.#apiServer && !this.#apiServer.exit) return;
     const port = Number(new URL(this.#config.server).port);
     const deadline = Date.now() +
-      (this.#options.controlPlaneStartTimeout ?? DEFAULT_START_TIMEOUT_MS);
+      (this.#options.controlPlaneStartTimeout ?? defaultStartTimeout());
     await this.#startAPIServer(
       launch.binary,
       launch.dir,
@@ -808,7 +855,7 @@ export class Environment {
   }
 
   async #teardown(): Promise<void> {
-    const timeout = this.#options.controlPlaneStopTimeout ?? DEFAULT_STOP_TIMEOUT_MS;
+    const timeout = this.#options.controlPlaneStopTimeout ?? defaultStopTimeout();
     await this.#apiServer?.stop(timeout);
     await this.#etcd?.stop(timeout);
     this.#watchdog?.kill("SIGTERM");

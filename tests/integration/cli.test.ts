@@ -24,13 +24,22 @@ import { fileURLToPath } from "node:url";
 import { parse, stringify } from "yaml";
 import { denoPermissionFlags } from "../../cli/build.ts";
 import { loadProject, runtimeExecutable } from "../../cli/project.ts";
-import { ClusterRole, ConfigMap, CustomResourceDefinition } from "../../lib/api/builtins.ts";
+import {
+  ClusterRole,
+  ClusterRoleBinding,
+  ConfigMap,
+  CustomResourceDefinition,
+  Namespace,
+  Role,
+  ServiceAccount,
+} from "../../lib/api/builtins.ts";
 import { resourceType } from "../../lib/api/resource.ts";
 import { type Client, newClient } from "../../lib/client/client.ts";
 import type { KubeConfig } from "../../lib/kube/config/types.ts";
 import { RestClient } from "../../lib/kube/rest.ts";
 import { Environment } from "../../lib/testing/envtest.ts";
 import { eventually } from "../support/eventually.ts";
+import { fetchTrusting, presentedCertificates } from "../support/tls.ts";
 
 const CHECKOUT = fileURLToPath(new URL("../../", import.meta.url)).replace(/\/$/, "");
 const CLI = join(CHECKOUT, "cli", "main.ts");
@@ -38,6 +47,10 @@ const NAME = "memcached-operator";
 const OPERATOR_NAMESPACE = `${NAME}-system`;
 const SERVICE_ACCOUNT = `${NAME}-controller-manager`;
 const API_VERSION = "cache.example.com/v1alpha1";
+/** Milliseconds for starting the control plane and making the project (Environment: 2 min). */
+const SETUP_TIMEOUT = 300_000;
+/** Milliseconds for one step: a command, applying, building, an operator run. */
+const STEP_TIMEOUT = 300_000;
 
 const env = new Environment();
 let scratch: string;
@@ -245,9 +258,101 @@ async function serviceAccountKubeconfig(): Promise<string> {
   }
 }
 
+let scrapers: Promise<{ reader: string; stranger: string }> | undefined;
+
 /**
- * Runs an operator process until it reconciles a new custom resource in `namespace`, then
- * stops it with SIGTERM; resolves the milliseconds from start to ready and its exit code.
+ * Tokens of two ServiceAccounts: `reader`, bound to the generated metrics-reader ClusterRole,
+ * and `stranger`, bound to nothing. Resolves once the API server authorises the reader.
+ */
+function scraperTokens(): Promise<{ reader: string; stranger: string }> {
+  scrapers ??= (async () => {
+    await applyManifests();
+    const rest = new RestClient(config);
+    try {
+      const tokens: Record<string, string> = {};
+      for (const name of ["metrics-scraper", "metrics-stranger"]) {
+        await client.create<ServiceAccount>({
+          apiVersion: "v1",
+          kind: "ServiceAccount",
+          metadata: { namespace: OPERATOR_NAMESPACE, name },
+        });
+        const request = await rest.request<{ status: { token: string } }>({
+          method: "POST",
+          path: `/api/v1/namespaces/${OPERATOR_NAMESPACE}/serviceaccounts/${name}/token`,
+          body: {
+            apiVersion: "authentication.k8s.io/v1",
+            kind: "TokenRequest",
+            spec: { expirationSeconds: 3600 },
+          },
+        });
+        tokens[name] = request.status.token;
+      }
+      await client.create<ClusterRoleBinding>({
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "ClusterRoleBinding",
+        metadata: { name: `${NAME}-metrics-scraper` },
+        roleRef: {
+          apiGroup: "rbac.authorization.k8s.io",
+          kind: "ClusterRole",
+          name: `${NAME}-metrics-reader`,
+        },
+        subjects: [{
+          kind: "ServiceAccount",
+          name: "metrics-scraper",
+          namespace: OPERATOR_NAMESPACE,
+        }],
+      });
+      await eventually("the scraper may get /metrics", async () => {
+        const review = await rest.request<{ status: { allowed?: boolean } }>({
+          method: "POST",
+          path: "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+          body: {
+            apiVersion: "authorization.k8s.io/v1",
+            kind: "SubjectAccessReview",
+            spec: {
+              user: `system:serviceaccount:${OPERATOR_NAMESPACE}:metrics-scraper`,
+              nonResourceAttributes: { path: "/metrics", verb: "get" },
+            },
+          },
+        });
+        return review.status.allowed === true;
+      });
+      return { reader: tokens["metrics-scraper"], stranger: tokens["metrics-stranger"] };
+    } finally {
+      rest.close();
+    }
+  })();
+  return scrapers;
+}
+
+/**
+ * Scrapes a running operator's metrics as kubebuilder's scaffold serves them: over HTTPS (the
+ * operator's self-signed certificate), 401 without a token, 403 for a ServiceAccount without
+ * the metrics-reader role, 200 for one with it. The operator reviews the tokens with the
+ * generated RBAC.
+ */
+async function checkSecureMetrics(output: string): Promise<void> {
+  const line = output.split("\n").find((l) => l.includes('"name":"metrics"'));
+  const url: string = line ? JSON.parse(line).properties?.url ?? "" : "";
+  assert.match(url, /^https:\/\//, "metrics are served over HTTPS");
+  const chain = await presentedCertificates(url);
+  const ca = chain[chain.length - 1];
+  const { reader, stranger } = await scraperTokens();
+  const scrape = (token?: string) =>
+    fetchTrusting(ca, `${url}/metrics`, {
+      headers: token ? { Authorization: `Bearer ${token}` } : {},
+    });
+  assert.equal((await scrape()).status, 401);
+  assert.equal((await scrape(stranger)).status, 403);
+  const allowed = await scrape(reader);
+  assert.equal(allowed.status, 200, allowed.text);
+  assert.match(allowed.text, /^controller_runtime_reconcile_total\{/m);
+}
+
+/**
+ * Runs an operator process until it reconciles a new custom resource in `namespace`, checks
+ * its metrics are served securely, then stops it with SIGTERM; resolves the milliseconds from
+ * start to ready and its exit code.
  */
 async function reconcileWith(
   command: string,
@@ -285,6 +390,7 @@ async function reconcileWith(
     const configMap = await client.get(ConfigMap, key);
     assert.equal(configMap.data?.message, `hello from ${namespace}`);
     assert.equal(configMap.metadata?.ownerReferences?.[0]?.kind, "Memcached");
+    await checkSecureMetrics(op.output());
     // process.kill, not child.kill: Deno's ChildProcess misreports the code the child chose.
     process.kill(op.child.pid!, "SIGTERM");
     const code = await op.exited;
@@ -326,7 +432,7 @@ before(async () => {
     CHECKOUT,
   );
   assert.equal(init.code, 0, init.stderr);
-});
+}, { timeout: SETUP_TIMEOUT });
 
 after(async () => {
   for (const child of children) child.kill("SIGKILL");
@@ -335,10 +441,12 @@ after(async () => {
   } finally {
     if (scratch) rmSync(scratch, { recursive: true, force: true });
   }
-});
+}, { timeout: STEP_TIMEOUT });
 
 describe("rudder init", () => {
-  it("with --local makes a project that deno fmt, deno lint and deno check accept", async () => {
+  it("with --local makes a project that deno fmt, deno lint and deno check accept", {
+    timeout: STEP_TIMEOUT,
+  }, async () => {
     const deno = runtimeExecutable("deno", process.env);
     for (const args of [["fmt", "--check"], ["lint"], ["check"]]) {
       const result = await run(deno, args, { cwd: project });
@@ -346,7 +454,9 @@ describe("rudder init", () => {
     }
   });
 
-  it("for the published package makes a project that deno fmt and deno lint accept", async () => {
+  it("for the published package makes a project that deno fmt and deno lint accept", {
+    timeout: STEP_TIMEOUT,
+  }, async () => {
     const init = await rudder(scratch, "init", "published-operator", "--kind", "Cache");
     assert.equal(init.code, 0, init.stderr);
     const dir = join(scratch, "published-operator");
@@ -360,7 +470,7 @@ describe("rudder init", () => {
 });
 
 describe("rudder manifests", () => {
-  it("writes the same bytes on every run", async () => {
+  it("writes the same bytes on every run", { timeout: STEP_TIMEOUT }, async () => {
     const first = await generatedManifests();
     assert.ok(first.has("crd/cache.example.com_memcacheds.yaml"), [...first.keys()].join());
     const again = await rudder(project, "manifests", "--out", "config-again");
@@ -368,26 +478,68 @@ describe("rudder manifests", () => {
     assert.deepEqual(snapshot(join(project, "config-again")), first);
   });
 
-  it("applies cleanly to the API server and grants no wildcard", async () => {
+  it(
+    "applies cleanly to the API server and grants no wildcard",
+    { timeout: STEP_TIMEOUT },
+    async () => {
+      await applyManifests();
+      const role = await client.get(ClusterRole, { name: `${NAME}-manager-role` });
+      const rules = (role.rules ?? []) as unknown as Record<string, string[]>[];
+      assert.ok(rules.length > 0);
+      for (const rule of rules) {
+        for (const [field, values] of Object.entries(rule)) {
+          assert.ok(!values.some((v) => v.includes("*")), `${field}: ${values}`);
+        }
+      }
+      assert.deepEqual(
+        rules.find((r) => r.resources?.includes("memcacheds/status"))?.verbs,
+        ["patch", "update"],
+      );
+    },
+  );
+
+  it("grants leases only in the operator's namespace, and no wildcard in any role", {
+    timeout: STEP_TIMEOUT,
+  }, async () => {
     await applyManifests();
-    const role = await client.get(ClusterRole, { name: `${NAME}-manager-role` });
-    const rules = (role.rules ?? []) as unknown as Record<string, string[]>[];
-    assert.ok(rules.length > 0);
-    for (const rule of rules) {
-      for (const [field, values] of Object.entries(rule)) {
-        assert.ok(!values.some((v) => v.includes("*")), `${field}: ${values}`);
+    const clusterRoles = (await client.list(ClusterRole, {
+      labelSelector: "app.kubernetes.io/managed-by=rudder",
+    })).items;
+    assert.deepEqual(clusterRoles.map((r) => r.metadata?.name).sort(), [
+      `${NAME}-manager-role`,
+      `${NAME}-metrics-auth-role`,
+      `${NAME}-metrics-reader`,
+    ]);
+    for (const role of clusterRoles) {
+      for (const rule of role.rules ?? []) {
+        assert.ok(!rule.resources?.some((r) => r.startsWith("leases")), role.metadata?.name);
+        assert.ok(!rule.apiGroups?.includes("coordination.k8s.io"), role.metadata?.name);
+        for (const values of Object.values(rule) as string[][]) {
+          assert.ok(!values.some((v) => v.includes("*")), `${role.metadata?.name}: ${values}`);
+        }
       }
     }
-    assert.deepEqual(
-      rules.find((r) => r.resources?.includes("memcacheds/status"))?.verbs,
-      ["patch", "update"],
-    );
+    const manager = clusterRoles.find((r) => r.metadata?.name === `${NAME}-manager-role`)!;
+    const events = manager.rules?.find((r) => r.resources?.includes("events"));
+    assert.deepEqual(events?.verbs, ["create", "patch"]);
+    const election = await client.get(Role, {
+      namespace: OPERATOR_NAMESPACE,
+      name: `${NAME}-leader-election-role`,
+    });
+    assert.deepEqual(election.rules, [{
+      apiGroups: ["coordination.k8s.io"],
+      resources: ["leases"],
+      verbs: ["create", "get", "update"],
+    }]);
+    const namespace = await client.get(Namespace, { name: OPERATOR_NAMESPACE });
+    assert.equal(namespace.metadata?.labels?.["pod-security.kubernetes.io/enforce"], "restricted");
   });
 });
 
 describe("the single file from rudder build --runtime bun", () => {
   it(
     "reconciles a custom resource with no runtime on PATH, as its ServiceAccount, and exits 0 on SIGTERM",
+    { timeout: STEP_TIMEOUT },
     async () => {
       await applyManifests();
       const { path, stdout } = await buildWithBun();
@@ -413,7 +565,9 @@ describe("the single file from rudder build --runtime bun", () => {
 });
 
 describe("rudder build --runtime deno", () => {
-  it("without denort fails, naming it and suggesting DENORT_BIN or --runtime bun", async () => {
+  it("without denort fails, naming it and suggesting DENORT_BIN or --runtime bun", {
+    timeout: STEP_TIMEOUT,
+  }, async () => {
     // A DENORT_BIN that does not exist fails the same way a blocked download does, offline.
     const missing = join(scratch, "no-denort-here");
     const result = await runWithEnv(
@@ -434,7 +588,7 @@ describe("rudder build --runtime deno", () => {
 
   it(
     "makes a single file that reconciles as its ServiceAccount and exits 0 on SIGTERM",
-    { skip: denortMissing() },
+    { skip: denortMissing(), timeout: STEP_TIMEOUT },
     async () => {
       await applyManifests();
       const built = await runWithEnv(process.env, "build", "--out", "dist/deno-operator");
@@ -457,7 +611,9 @@ describe("rudder build --runtime deno", () => {
     },
   );
 
-  it("grants permissions that are enough: the operator runs under exactly those flags", async () => {
+  it("grants permissions that are enough: the operator runs under exactly those flags", {
+    timeout: STEP_TIMEOUT,
+  }, async () => {
     await applyManifests();
     const [metrics, health] = [await freePort(), await freePort()];
     const kubeconfig = await serviceAccountKubeconfig();
@@ -492,7 +648,7 @@ describe("rudder build --runtime deno", () => {
 });
 
 describe("the scaffold's own tests", () => {
-  it("pass out of the box with deno test", async () => {
+  it("pass out of the box with deno test", { timeout: STEP_TIMEOUT }, async () => {
     const result = await run(runtimeExecutable("deno", process.env), ["test", "-A"], {
       cwd: project,
       env: { ...process.env, NO_COLOR: "1" },
@@ -501,7 +657,7 @@ describe("the scaffold's own tests", () => {
     assert.match(result.stdout, /ok \| 2 passed \(2 steps\) \| 0 failed/);
   });
 
-  it("pass out of the box with bun test", async () => {
+  it("pass out of the box with bun test", { timeout: STEP_TIMEOUT }, async () => {
     const result = await run(runtimeExecutable("bun", process.env), ["test"], { cwd: project });
     assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
     assert.match(result.stderr, /\b2 pass\b/);

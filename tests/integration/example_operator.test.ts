@@ -28,6 +28,7 @@ before(async () => {
   mgr = createManager({
     config,
     metricsBindAddress: "127.0.0.1:0",
+    metricsServing: "insecure-http", // scraped below without a token
     healthProbeBindAddress: "127.0.0.1:0",
     leaderElectionNamespace: "default",
     leaderElectionReleaseOnCancel: true,

@@ -72,6 +72,8 @@ describe("the scaffold", () => {
       "Dockerfile",
       "README.md",
       "api/memcached.ts",
+      "bun_test_setup.ts",
+      "bunfig.toml",
       "controllers/memcached_controller.ts",
       "controllers/memcached_controller_test.ts",
       "deno.json",
@@ -113,6 +115,25 @@ describe("the scaffold", () => {
     assert.match(test, /await env\.stop\(\);/);
   });
 
+  it("gives every test and hook of its tests a timeout, and raises bun test's default for hooks", () => {
+    const test = file(local, "controllers/memcached_controller_test.ts");
+    const calls = [...test.matchAll(/^\s*(it|test|before|after)\(/gm)].length;
+    const timed = [...test.matchAll(/\{\s*timeout: [A-Z_]+,?\s*\}/g)].length;
+    assert.ok(calls >= 4, `${calls} tests and hooks`);
+    assert.equal(timed, calls, "each states its timeout");
+    assert.match(file(local, "bunfig.toml"), /^\[test\]\npreload = \["\.\/bun_test_setup\.ts"\]$/m);
+    assert.match(file(local, "bun_test_setup.ts"), /setDefaultTimeout\(300000\)/);
+  });
+
+  it("serves metrics securely unless METRICS_SERVING says insecure-http in so many words", () => {
+    const main = file(local, "main.ts");
+    assert.match(main, /metricsBindAddress: process\.env\.METRICS_BIND_ADDRESS \?\? ":8443"/);
+    assert.match(
+      main,
+      /metricsServing: process\.env\.METRICS_SERVING === "insecure-http" \? "insecure-http" : "secure"/,
+    );
+  });
+
   it("imports only Rudder, node: built-ins and its own modules, in both modes", () => {
     for (const files of [local, published]) {
       for (const [path, content] of files) {
@@ -151,7 +172,8 @@ describe("the scaffold", () => {
     assert.deepEqual(settings.api, ["api/memcached.ts"]);
     assert.equal(settings.setup, "setup");
     assert.equal(settings.main, "main.ts");
-    assert.deepEqual(settings.permissions.env, ["LOG_FORMAT"]);
+    assert.deepEqual(settings.permissions.env, ["LOG_FORMAT", "METRICS_SERVING"]);
+    assert.equal(settings.metricsBindAddress, ":8443");
   });
 });
 

@@ -45,7 +45,7 @@ const settings: ManifestSettings = {
   name: "widget-operator",
   namespace: "widget-system",
   image: "registry.example.com/widget-operator:1.2.3",
-  metricsBindAddress: ":8080",
+  metricsBindAddress: ":8443",
   healthProbeBindAddress: ":8081",
   rbac: [],
 };
@@ -83,16 +83,17 @@ describe("deriveRules", () => {
     assert.deepEqual(deriveRules(controllers, []), [
       { apiGroups: [""], resources: ["configmaps", "secrets"], verbs: READ },
       { apiGroups: ["apps"], resources: ["deployments"], verbs: ALL },
-      { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ALL },
-      { apiGroups: ["events.k8s.io"], resources: ["events"], verbs: ["create", "patch", "update"] },
+      { apiGroups: ["events.k8s.io"], resources: ["events"], verbs: ["create", "patch"] },
       { apiGroups: ["example.com"], resources: ["widgets"], verbs: ALL },
       { apiGroups: ["example.com"], resources: ["widgets/finalizers"], verbs: ["update"] },
       { apiGroups: ["example.com"], resources: ["widgets/status"], verbs: ["patch", "update"] },
     ]);
   });
 
-  it("grants leases and events even without controllers", () => {
-    assert.deepEqual(deriveRules([], []).map((r) => r.resources), [["leases"], ["events"]]);
+  it("grants events even without controllers, and nothing on leases", () => {
+    assert.deepEqual(deriveRules([], []), [
+      { apiGroups: ["events.k8s.io"], resources: ["events"], verbs: ["create", "patch"] },
+    ]);
   });
 
   it("merges extra rules into the derived ones and keeps named or non-resource rules apart", () => {
@@ -141,7 +142,7 @@ describe("generateManifests", () => {
     return parse(content);
   };
 
-  it("writes CRDs, RBAC, the Deployment, its Namespace and a kustomization over them", () => {
+  it("writes CRDs, RBAC, the Deployment, its Namespace, the metrics Service and a kustomization over them", () => {
     assert.deepEqual([...files.keys()], [
       "manager/namespace.yaml",
       "crd/example.com_widgets.yaml",
@@ -149,7 +150,13 @@ describe("generateManifests", () => {
       "rbac/service_account.yaml",
       "rbac/role.yaml",
       "rbac/role_binding.yaml",
+      "rbac/leader_election_role.yaml",
+      "rbac/leader_election_role_binding.yaml",
+      "rbac/metrics_auth_role.yaml",
+      "rbac/metrics_auth_role_binding.yaml",
+      "rbac/metrics_reader_role.yaml",
       "manager/deployment.yaml",
+      "manager/metrics_service.yaml",
       "kustomization.yaml",
     ]);
     const kustomization = object("kustomization.yaml");
@@ -174,6 +181,79 @@ describe("generateManifests", () => {
       namespace: "widget-system",
     }]);
     assert.equal(object("rbac/role.yaml").metadata.name, "widget-operator-manager-role");
+  });
+
+  it("confines leader election to a Role in the operator's namespace, with the Lease verbs it uses", () => {
+    const role = object("rbac/leader_election_role.yaml");
+    assert.equal(role.kind, "Role");
+    assert.equal(role.metadata.namespace, "widget-system");
+    assert.deepEqual(role.rules, [
+      {
+        apiGroups: ["coordination.k8s.io"],
+        resources: ["leases"],
+        verbs: ["create", "get", "update"],
+      },
+    ]);
+    const binding = object("rbac/leader_election_role_binding.yaml");
+    assert.equal(binding.kind, "RoleBinding");
+    assert.equal(binding.metadata.namespace, "widget-system");
+    assert.deepEqual(binding.roleRef, {
+      apiGroup: "rbac.authorization.k8s.io",
+      kind: "Role",
+      name: "widget-operator-leader-election-role",
+    });
+    assert.deepEqual(binding.subjects, [{
+      kind: "ServiceAccount",
+      name: "widget-operator-controller-manager",
+      namespace: "widget-system",
+    }]);
+    // Nothing cluster-wide: no ClusterRole mentions leases.
+    for (const [path, content] of files) {
+      if (parse(content).kind === "ClusterRole") assert.doesNotMatch(content, /leases/, path);
+    }
+  });
+
+  it("lets the manager review scrapers' tokens and access, and gives scrapers a metrics-reader role", () => {
+    const auth = object("rbac/metrics_auth_role.yaml");
+    assert.equal(auth.kind, "ClusterRole");
+    assert.deepEqual(auth.rules, [
+      { apiGroups: ["authentication.k8s.io"], resources: ["tokenreviews"], verbs: ["create"] },
+      {
+        apiGroups: ["authorization.k8s.io"],
+        resources: ["subjectaccessreviews"],
+        verbs: ["create"],
+      },
+    ]);
+    const binding = object("rbac/metrics_auth_role_binding.yaml");
+    assert.equal(binding.kind, "ClusterRoleBinding");
+    assert.equal(binding.roleRef.name, "widget-operator-metrics-auth-role");
+    assert.equal(binding.subjects[0].name, "widget-operator-controller-manager");
+    const reader = object("rbac/metrics_reader_role.yaml");
+    assert.equal(reader.kind, "ClusterRole");
+    assert.equal(reader.metadata.name, "widget-operator-metrics-reader");
+    assert.deepEqual(reader.rules, [{ nonResourceURLs: ["/metrics"], verbs: ["get"] }]);
+    const service = object("manager/metrics_service.yaml");
+    assert.equal(service.metadata.namespace, "widget-system");
+    assert.deepEqual(service.spec.ports, [
+      { name: "https", port: 8443, protocol: "TCP", targetPort: "metrics" },
+    ]);
+    assert.deepEqual(service.spec.selector, {
+      "app.kubernetes.io/name": "widget-operator",
+      "app.kubernetes.io/component": "controller-manager",
+    });
+  });
+
+  it("leaves the metrics RBAC and Service out when the metrics server is off", () => {
+    const off = generateManifests({ ...settings, metricsBindAddress: "0" }, discovery);
+    assert.deepEqual([...off.keys()].filter((path) => path.includes("metrics")), []);
+  });
+
+  it("makes the operator's namespace enforce the restricted Pod Security Standard", () => {
+    const namespace = object("manager/namespace.yaml");
+    assert.equal(namespace.metadata.name, "widget-system");
+    for (const mode of ["enforce", "audit", "warn"]) {
+      assert.equal(namespace.metadata.labels[`pod-security.kubernetes.io/${mode}`], "restricted");
+    }
   });
 
   it("grants no wildcard anywhere", () => {
@@ -212,7 +292,7 @@ describe("generateManifests", () => {
   it("probes /healthz and /readyz on the health port and exposes the metrics port", () => {
     const [container] = object("manager/deployment.yaml").spec.template.spec.containers;
     assert.deepEqual(container.ports, [
-      { name: "metrics", containerPort: 8080, protocol: "TCP" },
+      { name: "metrics", containerPort: 8443, protocol: "TCP" },
       { name: "health", containerPort: 8081, protocol: "TCP" },
     ]);
     assert.deepEqual(container.livenessProbe.httpGet, { path: "/healthz", port: "health" });
@@ -226,7 +306,7 @@ describe("generateManifests", () => {
         name: "LEADER_ELECTION_NAMESPACE",
         valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } },
       },
-      { name: "METRICS_BIND_ADDRESS", value: ":8080" },
+      { name: "METRICS_BIND_ADDRESS", value: ":8443" },
       { name: "HEALTH_PROBE_BIND_ADDRESS", value: ":8081" },
     ]);
   });

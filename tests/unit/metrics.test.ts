@@ -4,6 +4,8 @@
 // its TokenReview/SubjectAccessReview guard over a stand-in API server.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import "reflect-metadata";
+import * as x509 from "@peculiar/x509";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -31,7 +33,12 @@ import { registerProcessMetrics } from "../../lib/metrics/process.ts";
 import { Registry, registry as globalRegistry } from "../../lib/metrics/registry.ts";
 import { restClientMetrics } from "../../lib/metrics/rest_client.ts";
 import { metricsApp } from "../../lib/metrics/server.ts";
+import { Manager, type MetricsServing } from "../../lib/manager/manager.ts";
+import { serveWithCertificateDirectory } from "../../lib/manager/certificate_server.ts";
+import { type CertificatePair, createCertificateAuthority } from "../../lib/util/certs.ts";
 import { eventually } from "../support/eventually.ts";
+import { captureLogs } from "../support/logs.ts";
+import { fetchTrusting, presentedCertificates } from "../support/tls.ts";
 
 // ---------------------------------------------------------------------------------------------
 // A parser of the text format 0.0.4, strict enough to reject what Prometheus would.
@@ -1067,5 +1074,158 @@ describe("DecisionCache", () => {
     assert.equal(none.size, 0);
     await assert.rejects(cache.get("x", () => Promise.reject(new Error("down"))), /down/);
     assert.equal(await cache.get("x", compute), 7, "a failure is not remembered");
+  });
+});
+
+describe("the manager's metrics server", () => {
+  const nowhere: KubeConfig = { ...config, server: "https://127.0.0.1:1" };
+
+  it("refuses metrics options that ask for TLS and plain HTTP at once, or twice for TLS", () => {
+    const tls = { cert: "cert", key: "key" };
+    assert.throws(
+      () => new Manager({ config, metricsServing: "insecure-http", metricsTLS: tls }),
+      /metricsTLS is set but metricsServing is "insecure-http"/,
+    );
+    assert.throws(
+      () => new Manager({ config, metricsServing: "insecure-http", metricsCertDir: "/certs" }),
+      /metricsCertDir is set but metricsServing is "insecure-http"/,
+    );
+    assert.throws(
+      () => new Manager({ config, metricsTLS: tls, metricsCertDir: "/certs" }),
+      /metricsTLS and metricsCertDir are both set/,
+    );
+    assert.throws(
+      () => new Manager({ config, metricsServing: "http" as MetricsServing }),
+      /metricsServing must be "secure" or "insecure-http", not "http"/,
+    );
+  });
+
+  it(
+    "by default serves HTTPS with a self-signed v3 certificate and refuses a scrape without a token",
+    { timeout: 60_000 },
+    async () => {
+      const logs = await captureLogs();
+      const stop = new AbortController();
+      const mgr = new Manager({
+        config: nowhere,
+        metricsBindAddress: "127.0.0.1:0",
+        metricsRegistry: new Registry(),
+      });
+      const running = mgr.start(stop.signal);
+      try {
+        await mgr.elected();
+        const url = mgr.metricsURL!;
+        assert.match(url, /^https:\/\/127\.0\.0\.1:\d+$/);
+        const chain = await presentedCertificates(url);
+        assert.equal(chain.length, 2, "the serving certificate and its CA");
+        const served = new x509.X509Certificate(chain[0]);
+        assert.ok(served.extensions.length > 0, "extensions exist only in v3 certificates");
+        const names = served.getExtension(x509.SubjectAlternativeNameExtension)!.names.toJSON();
+        assert.ok(names.some((n) => n.type === "ip" && n.value === "127.0.0.1"), names.join());
+        assert.ok(names.some((n) => n.type === "dns" && n.value === "localhost"));
+        const ca = chain[1];
+        const anonymous = await fetchTrusting(ca, `${url}/metrics`);
+        assert.equal(anonymous.status, 401);
+        assert.equal(anonymous.text, "Unauthorized\n");
+        // The API server cannot be asked: 500, and the token appears in no log record.
+        const secret = "planted-secret-token-0123456789";
+        const unreviewed = await fetchTrusting(ca, `${url}/metrics`, {
+          headers: { Authorization: `Bearer ${secret}` },
+        });
+        assert.equal(unreviewed.status, 500);
+        assert.equal(unreviewed.text, "Authentication failed\n");
+        const logged = JSON.stringify(logs.records.map((r) => [r.message, r.properties]));
+        assert.match(logged, /self-signed certificate/);
+        assert.ok(!logged.includes(secret), "no token in the log");
+      } finally {
+        stop.abort();
+        await running;
+        await logs.stop();
+      }
+    },
+  );
+
+  it(
+    "serves plain HTTP to anyone only with metricsServing: insecure-http",
+    { timeout: 60_000 },
+    async () => {
+      const stop = new AbortController();
+      const registry = new Registry();
+      registry.register(new Counter({ name: "plain_total", help: "p" })).inc();
+      const mgr = new Manager({
+        config: nowhere,
+        metricsBindAddress: "127.0.0.1:0",
+        metricsServing: "insecure-http",
+        metricsRegistry: registry,
+      });
+      const running = mgr.start(stop.signal);
+      try {
+        await mgr.elected();
+        assert.match(mgr.metricsURL!, /^http:\/\//);
+        const response = await fetch(`${mgr.metricsURL}/metrics`);
+        assert.equal(response.status, 200);
+        assert.match(await response.text(), /^plain_total 1$/m);
+      } finally {
+        stop.abort();
+        await running;
+      }
+    },
+  );
+
+  it(
+    "fails to start naming the file when metricsCertDir has no certificate",
+    { timeout: 60_000 },
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), "rudder-no-certs-"));
+      try {
+        const mgr = new Manager({
+          config: nowhere,
+          metricsBindAddress: "127.0.0.1:0",
+          metricsCertDir: dir,
+          metricsRegistry: new Registry(),
+        });
+        await assert.rejects(
+          mgr.start(new AbortController().signal),
+          new RegExp(`cannot read the TLS certificate ${dir}/tls\\.crt \\(ENOENT\\)`),
+        );
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
+
+  it("serves the certificate of a directory and the new one after the files change", {
+    timeout: 60_000,
+  }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), "rudder-certs-"));
+    const write = (pair: CertificatePair) => {
+      writeFileSync(join(dir, "cert.pem"), pair.cert);
+      writeFileSync(join(dir, "key.pem"), pair.key);
+    };
+    const first = await createCertificateAuthority("first-ca");
+    const second = await createCertificateAuthority("second-ca");
+    const hosts = { commonName: "localhost", dnsNames: ["localhost"], ips: ["127.0.0.1"] };
+    write(await first.issueServing(hosts));
+    const server = await serveWithCertificateDirectory(
+      () => new Response("hello"),
+      "127.0.0.1:0",
+      { certDir: dir, certName: "cert.pem", keyName: "key.pem", pollInterval: 50 },
+    );
+    try {
+      assert.equal((await fetchTrusting(first.cert, server.url)).text, "hello");
+      await assert.rejects(fetchTrusting(second.cert, server.url));
+      write(await second.issueServing(hosts));
+      await eventually(
+        "the new certificate is served",
+        () => fetchTrusting(second.cert, server.url).then((r) => r.text === "hello", () => false),
+      );
+      // A pair that cannot be served keeps the last good one.
+      writeFileSync(join(dir, "key.pem"), "-----BEGIN PRIVATE KEY-----\nbroken\n");
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      assert.equal((await fetchTrusting(second.cert, server.url)).text, "hello");
+    } finally {
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
