@@ -8,7 +8,7 @@
  *   `rudder.json` adds.
  *   `deno compile` downloads its runtime (`denort`) on first use; when it cannot, the error
  *   says so and suggests `DENORT_BIN` or `--runtime bun`.
- * - `--runtime bun`: `bun build --compile`.
+ * - `--runtime bun`: `bun build --compile --bytecode` (see {@linkcode BUN_COMPILE_FLAGS}).
  * - `--image <ref>` with `--push` and/or `--output <file>`: then an OCI image of the executable
  *   on a distroless base, made without a Docker daemon (see `image.ts`).
  *
@@ -135,6 +135,14 @@ export function denoPermissionFlags(
   return { flags, notes };
 }
 
+/**
+ * Bun's compile flags. `--bytecode` (ESM, for the operator's top-level await) starts the
+ * scaffold's operator about 2.5× faster (median 85 ms against 239 ms to /healthz, Bun 1.4.5,
+ * x64) for 4 MiB more (109 MiB against 105 MiB); `--minify` saves 0.5 MiB and no start-up time,
+ * and would garble stack traces, so it is left out.
+ */
+export const BUN_COMPILE_FLAGS: readonly string[] = ["--bytecode", "--format=esm"];
+
 /** What `rudder build` runs. */
 export interface BuildPlan {
   command: string;
@@ -175,6 +183,7 @@ export function buildPlan(
       args: [
         "build",
         "--compile",
+        ...BUN_COMPILE_FLAGS,
         ...(target ? [`--target=${target.bun}`] : []),
         "--outfile",
         output,
