@@ -10,6 +10,8 @@ import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { createServer } from "node:net";
+import { Buffer } from "node:buffer";
+import { gunzipSync } from "node:zlib";
 import {
   chmodSync,
   existsSync,
@@ -40,7 +42,6 @@ import {
   pushBaseImage,
 } from "../support/debian_base_image.ts";
 import { eventually } from "../support/eventually.ts";
-import { gunzipSync } from "node:zlib";
 
 const CHECKOUT = fileURLToPath(new URL("../../", import.meta.url)).replace(/\/$/, "");
 const CLI = join(CHECKOUT, "cli", "main.ts");
@@ -341,6 +342,13 @@ describe("rudder build --image", () => {
       const { registry, project } = await prepare();
       assert.match(pinned, new RegExp(`^${registry}/${NAME}@sha256:[a-f0-9]{64}$`));
       assert.equal(readFileSync(join(project, "dist", `${NAME}.image`), "utf8"), `${pinned}\n`);
+      const manifests = await rudder(project, "manifests", "--image", pinned, "--out", "pinned");
+      assert.equal(manifests.code, 0, manifests.stderr);
+      const deployment = (parse(readFileSync(join(project, "pinned/kustomization.yaml"), "utf8"))
+        .resources as string[]).map((path) =>
+          parse(readFileSync(join(project, "pinned", path), "utf8"))
+        ).find((object) => object.kind === "Deployment");
+      assert.equal(deployment.spec.template.spec.containers[0].image, pinned);
       assert.match(stderr, new RegExp(`base .* → ${baseDigest} \\(linux/`));
 
       const tagged = await registryClient.getManifest(NAME, "0.1.0");
