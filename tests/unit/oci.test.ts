@@ -5,8 +5,13 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { archiveEntries } from "../../cli/oci/archive.ts";
+import { BlobCache } from "../../cli/oci/cache.ts";
 import { credentialsFromConfig, normalizeRegistryKey } from "../../cli/oci/credentials.ts";
 import {
   appendLayer,
@@ -28,7 +33,7 @@ import {
 } from "../../cli/oci/reference.ts";
 import { parseChallenge, RegistryClient, RegistryError } from "../../cli/oci/registry.ts";
 import { readTar, tar } from "../../cli/oci/tar.ts";
-import { imagePlatform, imageRequest, sourceURL } from "../../cli/image.ts";
+import { imageAnnotations, imagePlatform, imageRequest, sourceURL } from "../../cli/image.ts";
 import { parseCommandArgs, UsageError } from "../../cli/args.ts";
 import { buildSpec } from "../../cli/build.ts";
 
@@ -648,5 +653,69 @@ describe("rudder build's image flags", () => {
   it("turn a git remote into a source URL without credentials", () => {
     assert.equal(sourceURL("git@github.com:me/op.git"), "https://github.com/me/op");
     assert.equal(sourceURL("https://me:token@github.com/me/op.git"), "https://github.com/me/op");
+  });
+});
+
+describe("BlobCache", () => {
+  it("keeps blobs by digest, refuses wrong bytes, and ignores a damaged entry", async () => {
+    const root = mkdtempSync(join(tmpdir(), "rudder-blob-cache-"));
+    try {
+      const cache = new BlobCache(root);
+      const blob = bytes("config");
+      const digest = sha256Digest(blob);
+      assert.equal(cache.get(digest), undefined);
+      assert.throws(() => cache.put(digest, bytes("other")), /has the digest/);
+      let fetched = 0;
+      const fetchOnce = () => {
+        fetched++;
+        return Promise.resolve(blob);
+      };
+      assert.deepEqual(await cache.getOrFetch(digest, fetchOnce), blob);
+      assert.deepEqual(await cache.getOrFetch(digest, fetchOnce), blob);
+      assert.equal(fetched, 1, "fetched once, then read from disk");
+      const path = join(root, "blobs", "sha256", digest.slice("sha256:".length));
+      assert.deepEqual(new Uint8Array(readFileSync(path)), blob);
+      writeFileSync(path, "damaged");
+      assert.equal(cache.get(digest), undefined);
+      assert.throws(() => cache.get("sha256:../../etc"), /not a sha256 digest/);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("imageAnnotations", () => {
+  it("take the version from the project, revision and source from git, and sort the keys", () => {
+    const dir = mkdtempSync(join(tmpdir(), "rudder-annotations-"));
+    try {
+      writeFileSync(join(dir, "package.json"), JSON.stringify({ version: "2.0.1" }));
+      const git = (...args: string[]) =>
+        spawnSync("git", ["-c", "user.name=t", "-c", "user.email=t@example.com", ...args], {
+          cwd: dir,
+          encoding: "utf8",
+        });
+      git("init", "-q");
+      git("remote", "add", "origin", "https://me:token@github.com/me/op.git");
+      git("add", ".");
+      git("commit", "-qm", "x");
+      const revision = git("rev-parse", "HEAD").stdout.trim();
+      assert.match(revision, /^[0-9a-f]{40}$/);
+      const annotations = imageAnnotations(
+        { projectDir: dir, created: "1970-01-01T00:00:00Z", extra: { "com.example/x": "y" } },
+        { name: "gcr.io/distroless/cc:nonroot", digest: digestOf(5) },
+      );
+      assert.deepEqual(annotations, {
+        "com.example/x": "y",
+        "org.opencontainers.image.base.digest": digestOf(5),
+        "org.opencontainers.image.base.name": "gcr.io/distroless/cc:nonroot",
+        "org.opencontainers.image.created": "1970-01-01T00:00:00Z",
+        "org.opencontainers.image.revision": revision,
+        "org.opencontainers.image.source": "https://github.com/me/op",
+        "org.opencontainers.image.version": "2.0.1",
+      });
+      assert.deepEqual(Object.keys(annotations), Object.keys(annotations).sort());
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
