@@ -41,6 +41,7 @@ import {
   debianBaseImage,
   pushBaseImage,
 } from "../support/debian_base_image.ts";
+import { denortMissing } from "../support/denort.ts";
 import { eventually } from "../support/eventually.ts";
 
 const CHECKOUT = fileURLToPath(new URL("../../", import.meta.url)).replace(/\/$/, "");
@@ -321,6 +322,107 @@ async function serviceAccountVolume(): Promise<string> {
   }
 }
 
+/**
+ * Runs `image` in podman the way a pod runs it, until it is ready and has reconciled a new
+ * Memcached in `namespace`, then stops it with SIGTERM (`podman stop`) and checks it exited 0
+ * within the grace period, with no RBAC denial in its log.
+ */
+async function runLikeAPod(image: string, namespace: string): Promise<void> {
+  await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } });
+  const serviceAccount = await serviceAccountVolume();
+  const [metricsPort, healthPort] = [await freePort(), await freePort()];
+  const apiServer = new URL(config.server);
+  const name = `rudder-image-test-${namespace}-${process.pid}`;
+  containers.add(name);
+  const started = Date.now();
+  const container = run(
+    "podman",
+    podmanArgs(
+      "run",
+      "--name",
+      name,
+      "--pull",
+      "never",
+      "--network",
+      "host",
+      "--user",
+      "65532:65532",
+      "--read-only",
+      "--cap-drop",
+      "ALL",
+      "--security-opt",
+      "no-new-privileges",
+      "--volume",
+      `${serviceAccount}:${SA_DIR}:ro`,
+      "--env",
+      `KUBERNETES_SERVICE_HOST=${apiServer.hostname}`,
+      "--env",
+      `KUBERNETES_SERVICE_PORT=${apiServer.port}`,
+      "--env",
+      `LEADER_ELECTION_NAMESPACE=${OPERATOR_NAMESPACE}`,
+      "--env",
+      `METRICS_BIND_ADDRESS=127.0.0.1:${metricsPort}`,
+      "--env",
+      `HEALTH_PROBE_BIND_ADDRESS=127.0.0.1:${healthPort}`,
+      image,
+    ),
+    { env: podmanEnv() },
+  );
+  let exited: Run | undefined;
+  container.then((result) => (exited = result));
+  const logs = () => exited ? `${exited.stdout}${exited.stderr}` : "(still running)";
+  try {
+    await eventually(
+      "the operator in the container is ready",
+      async () => {
+        if (exited) assert.fail(`the container exited with ${exited.code}:\n${logs()}`);
+        const response = await fetch(`http://127.0.0.1:${healthPort}/readyz`)
+          .catch(() => undefined);
+        await response?.body?.cancel();
+        return response?.status === 200;
+      },
+      2 * MINUTE,
+      200,
+    );
+    const readyMs = Date.now() - started;
+    const key = { namespace, name: "sample" };
+    await client.create({
+      apiVersion: "cache.example.com/v1alpha1",
+      kind: "Memcached",
+      metadata: key,
+      spec: { message: "hello from a container" },
+    });
+    await eventually(
+      "the Memcached is Ready",
+      async () => {
+        const object = await client.get(Memcached, key).catch(() => undefined);
+        return object?.status?.phase === "Ready";
+      },
+      2 * MINUTE,
+      100,
+    );
+
+    const stopStarted = Date.now();
+    const stop = await podman("stop", "--time", String(GRACE_SECONDS), name);
+    assert.equal(stop.code, 0, stop.stderr);
+    const result = await container;
+    const stopSeconds = (Date.now() - stopStarted) / 1000;
+    const output = `${result.stdout}${result.stderr}`;
+    assert.equal(result.code, 0, output);
+    assert.ok(stopSeconds < GRACE_SECONDS, `stopped in ${stopSeconds} s`);
+    assert.match(output, /"SIGTERM\\?" received: stopping gracefully/);
+    assert.doesNotMatch(output, /Forbidden|forbidden/, "the generated RBAC is enough");
+    console.log(
+      `${namespace}: ready ${readyMs} ms after podman run; stopped in ${stopSeconds.toFixed(1)} s`,
+    );
+  } catch (err) {
+    podmanSync("stop", "--time", "1", name);
+    await container;
+    console.error(logs());
+    throw err;
+  }
+}
+
 after(async () => {
   for (const child of children) child.kill("SIGKILL");
   try {
@@ -457,100 +559,32 @@ describe("rudder build --image", () => {
       const inspect = await podman("image", "inspect", "--format", "{{.Digest}}", pinned);
       assert.equal(inspect.stdout.trim(), digest);
 
-      const namespace = "in-a-container";
-      await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } });
-      const serviceAccount = await serviceAccountVolume();
-      const [metricsPort, healthPort] = [await freePort(), await freePort()];
-      const apiServer = new URL(config.server);
-      const name = `rudder-image-test-${process.pid}`;
-      containers.add(name);
-      const started = Date.now();
-      const container = run(
-        "podman",
-        podmanArgs(
-          "run",
-          "--name",
-          name,
-          "--pull",
-          "never",
-          "--network",
-          "host",
-          "--user",
-          "65532:65532",
-          "--read-only",
-          "--cap-drop",
-          "ALL",
-          "--security-opt",
-          "no-new-privileges",
-          "--volume",
-          `${serviceAccount}:${SA_DIR}:ro`,
-          "--env",
-          `KUBERNETES_SERVICE_HOST=${apiServer.hostname}`,
-          "--env",
-          `KUBERNETES_SERVICE_PORT=${apiServer.port}`,
-          "--env",
-          `LEADER_ELECTION_NAMESPACE=${OPERATOR_NAMESPACE}`,
-          "--env",
-          `METRICS_BIND_ADDRESS=127.0.0.1:${metricsPort}`,
-          "--env",
-          `HEALTH_PROBE_BIND_ADDRESS=127.0.0.1:${healthPort}`,
-          pinned,
-        ),
-        { env: podmanEnv() },
-      );
-      let exited: Run | undefined;
-      container.then((result) => (exited = result));
-      const logs = () => exited ? `${exited.stdout}${exited.stderr}` : "(still running)";
-      try {
-        await eventually(
-          "the operator in the container is ready",
-          async () => {
-            if (exited) assert.fail(`the container exited with ${exited.code}:\n${logs()}`);
-            const response = await fetch(`http://127.0.0.1:${healthPort}/readyz`)
-              .catch(() => undefined);
-            await response?.body?.cancel();
-            return response?.status === 200;
-          },
-          2 * MINUTE,
-          200,
-        );
-        const readyMs = Date.now() - started;
-        const key = { namespace, name: "sample" };
-        await client.create({
-          apiVersion: "cache.example.com/v1alpha1",
-          kind: "Memcached",
-          metadata: key,
-          spec: { message: "hello from a container" },
-        });
-        await eventually(
-          "the Memcached is Ready",
-          async () => {
-            const object = await client.get(Memcached, key).catch(() => undefined);
-            return object?.status?.phase === "Ready";
-          },
-          2 * MINUTE,
-          100,
-        );
+      await runLikeAPod(pinned, "in-a-container");
+    },
+  );
 
-        const stopStarted = Date.now();
-        const stop = await podman("stop", "--time", String(GRACE_SECONDS), name);
-        assert.equal(stop.code, 0, stop.stderr);
-        const result = await container;
-        const stopSeconds = (Date.now() - stopStarted) / 1000;
-        const output = `${result.stdout}${result.stderr}`;
-        assert.equal(result.code, 0, output);
-        assert.ok(stopSeconds < GRACE_SECONDS, `stopped in ${stopSeconds} s`);
-        assert.match(output, /"SIGTERM\\?" received: stopping gracefully/);
-        assert.doesNotMatch(output, /Forbidden|forbidden/, "the generated RBAC is enough");
-        console.log(
-          `container: ready ${readyMs} ms after podman run; stopped in ${stopSeconds.toFixed(1)} s`,
-        );
-      } catch (err) {
-        podmanSync("stop", "--time", "1", name);
-        await container;
-        console.error(logs());
-        throw err;
-      }
+  it(
+    "does the same for deno compile's executable",
+    { skip: unavailable || denortMissing(), timeout: 15 * MINUTE },
+    async () => {
+      const { project, registry } = await prepare();
+      const result = await rudder(
+        project,
+        "build",
+        "--out",
+        "dist/deno-operator",
+        "--image",
+        `${registry}/${NAME}-deno:0.1.0`,
+        "--base",
+        `${registry}/distroless/cc-debian12:nonroot`,
+        "--insecure-registry",
+        "--push",
+      );
+      assert.equal(result.code, 0, result.stderr);
+      const pinned = result.stdout.trim().split("\n").pop()!;
+      const pulled = await podman("pull", "--tls-verify=false", pinned);
+      assert.equal(pulled.code, 0, pulled.stderr);
+      await runLikeAPod(pinned, "deno-in-a-container");
     },
   );
 });
