@@ -53,7 +53,7 @@ import {
   parseReference,
   pinnedReference,
 } from "./oci/reference.ts";
-import { RegistryClient } from "./oci/registry.ts";
+import { RegistryClient, RegistryError } from "./oci/registry.ts";
 
 /** The base image when `--base` is not given: glibc, CA certificates, tzdata, user 65532. */
 export const DEFAULT_BASE_IMAGE = "gcr.io/distroless/cc-debian12:nonroot";
@@ -160,7 +160,17 @@ export async function resolveBase(
   if (digest) {
     top = await cache.getOrFetch(digest, () => fetchManifest(digest!));
   } else {
-    const fetched = await registry.getManifest(repo, reference.tag!);
+    let fetched;
+    try {
+      fetched = await registry.getManifest(repo, reference.tag!);
+    } catch (err) {
+      if (err instanceof RegistryError) throw err;
+      throw new Error(
+        `could not reach ${reference.registry} to resolve the base ${options.base} ` +
+          `(${err instanceof Error ? err.message : err}); pin it by digest ` +
+          "(--base <ref>@sha256:…) to build from the cache, or choose another --base",
+      );
+    }
     cache.put(fetched.digest, fetched.bytes);
     digest = fetched.digest;
     top = fetched.bytes;
@@ -276,11 +286,9 @@ export async function buildImage(
     const registry = client(target.registry, options);
     const repo = target.repository;
     let uploaded = 0;
-    for (const descriptor of base.manifest.layers) {
-      if (await registry.hasBlob(repo, descriptor.digest)) continue;
-      if (await registry.pushBlob(repo, descriptor.digest, await baseBlob(descriptor.digest))) {
-        uploaded++;
-      }
+    for (const { digest } of base.manifest.layers) {
+      // The base's layers are fetched only when the target lacks them.
+      if (await registry.pushBlob(repo, digest, () => baseBlob(digest))) uploaded++;
     }
     if (await registry.pushBlob(repo, layer.descriptor.digest, layer.blob)) uploaded++;
     await registry.pushBlob(repo, image.configDescriptor.digest, image.config);

@@ -231,10 +231,16 @@ export class RegistryClient {
 
   /**
    * Uploads a blob unless the repository has it: a POST opens the upload, one PUT sends it.
-   * Resolves true when it was uploaded, false when it was there already.
+   * `content` may be a function, called only when the blob is missing. Resolves true when it
+   * was uploaded, false when it was there already.
    */
-  async pushBlob(repository: string, digest: string, bytes: Uint8Array): Promise<boolean> {
+  async pushBlob(
+    repository: string,
+    digest: string,
+    content: Uint8Array | (() => Promise<Uint8Array>),
+  ): Promise<boolean> {
     if (await this.hasBlob(repository, digest)) return false;
+    const bytes = typeof content === "function" ? await content() : content;
     const scope = `repository:${repository}:pull,push`;
     const opened = await this.#send(`/v2/${repository}/blobs/uploads/`, { method: "POST" }, scope);
     if (opened.status !== 202) await this.#fail(opened, `POST upload ${repository}`);

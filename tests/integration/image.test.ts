@@ -119,6 +119,12 @@ function containersUnavailable(): string | false {
 }
 
 const unavailable = containersUnavailable();
+const denoUnavailable = unavailable || denortMissing();
+// Deno's reporter shows a skipped test without its reason: say it here too.
+if (unavailable) console.warn(`image.test.ts: the container tests are skipped: ${unavailable}`);
+else if (denoUnavailable) {
+  console.warn(`image.test.ts: the deno compile image test is skipped: ${denoUnavailable}`);
+}
 const children = new Set<ChildProcess>();
 const containers = new Set<string>();
 const env = new Environment();
@@ -565,7 +571,7 @@ describe("rudder build --image", () => {
 
   it(
     "does the same for deno compile's executable",
-    { skip: unavailable || denortMissing(), timeout: 15 * MINUTE },
+    { skip: denoUnavailable, timeout: 15 * MINUTE },
     async () => {
       const { project, registry } = await prepare();
       const result = await rudder(

@@ -506,8 +506,9 @@ describe("RegistryClient", () => {
       },
     ]);
     const client = new RegistryClient("127.0.0.1:5000", { fetch, insecure: true });
-    assert.equal(await client.pushBlob("op", blobDigest, blob), false);
-    assert.equal(await client.pushBlob("op", blobDigest, blob), true);
+    const unwanted = () => Promise.reject(new Error("the blob was fetched though present"));
+    assert.equal(await client.pushBlob("op", blobDigest, unwanted), false);
+    assert.equal(await client.pushBlob("op", blobDigest, () => Promise.resolve(blob)), true);
     assert.deepEqual(calls.map((c) => `${c.method} ${c.url}`), [
       `HEAD http://127.0.0.1:5000/v2/op/blobs/${blobDigest}`,
       `HEAD http://127.0.0.1:5000/v2/op/blobs/${blobDigest}`,
