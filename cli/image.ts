@@ -101,11 +101,15 @@ export interface ImageBuildResult {
 
 /** A base image resolved for one platform. */
 export interface ResolvedBase {
+  /** The base as given. */
   reference: ImageReference;
   /** The digest of what the reference names (an index or a manifest). */
   digest: string;
+  /** The platform's manifest. */
   manifest: ImageManifest;
+  /** Its config. */
   config: ImageConfig;
+  /** A client of its registry, for its layers. */
   client: RegistryClient;
 }
 
@@ -357,11 +361,17 @@ export const IMAGE_FLAGS: Record<string, FlagSpec> = {
 
 /** The image part of `rudder build`'s flags, checked before anything is compiled. */
 export interface ImageRequest {
+  /** `--image`. */
   image: string;
+  /** `--base`, or the default. */
   base: string;
+  /** `--push`. */
   push: boolean;
+  /** `--output`, absolute. */
   output?: string;
+  /** `--insecure-registry`. */
   insecureRegistry: boolean;
+  /** `--annotation`s. */
   annotations: Record<string, string>;
 }
 

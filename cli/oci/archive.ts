@@ -13,10 +13,13 @@ import { tarChunks, type TarEntry } from "./tar.ts";
 
 /** What goes into an archive. */
 export interface ArchiveImage {
-  /** The manifest's bytes and digest. */
+  /** The manifest's bytes. */
   manifest: Uint8Array;
+  /** The manifest's digest. */
   digest: string;
+  /** The config's descriptor. */
   config: Descriptor;
+  /** The layers' descriptors, bottom first. */
   layers: Descriptor[];
   /** Every blob the manifest names (config and layers), by digest. */
   blob(digest: string): Uint8Array;

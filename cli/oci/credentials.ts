@@ -14,7 +14,9 @@ import { join } from "node:path";
 
 /** A user name and password (or token) for basic authentication. */
 export interface Credentials {
+  /** The user name (`<token>` for identity tokens). */
   username: string;
+  /** The password or token. Never logged. */
   password: string;
 }
 
@@ -26,9 +28,13 @@ export function dockerConfigPath(env: Record<string, string | undefined>): strin
   return join(env.DOCKER_CONFIG ?? join(env.HOME ?? homedir(), ".docker"), "config.json");
 }
 
-interface DockerConfig {
+/** The parts of the Docker config file that hold credentials. */
+export interface DockerConfig {
+  /** Credentials by registry: base64 `auth` (`user:password`), or `username` and `password`. */
   auths?: Record<string, { auth?: string; username?: string; password?: string }>;
+  /** The credential helper (`docker-credential-<name>`) of each registry. */
   credHelpers?: Record<string, string>;
+  /** The credential helper of every other registry. */
   credsStore?: string;
 }
 

@@ -13,7 +13,17 @@ import { gzipSync } from "node:zlib";
 import { tar } from "./tar.ts";
 
 /** The media types Rudder reads and writes. */
-export const MediaType = {
+export const MediaType: {
+  readonly ociManifest: "application/vnd.oci.image.manifest.v1+json";
+  readonly ociIndex: "application/vnd.oci.image.index.v1+json";
+  readonly ociConfig: "application/vnd.oci.image.config.v1+json";
+  readonly ociLayerGzip: "application/vnd.oci.image.layer.v1.tar+gzip";
+  readonly ociLayer: "application/vnd.oci.image.layer.v1.tar";
+  readonly dockerManifest: "application/vnd.docker.distribution.manifest.v2+json";
+  readonly dockerManifestList: "application/vnd.docker.distribution.manifest.list.v2+json";
+  readonly dockerConfig: "application/vnd.docker.container.image.v1+json";
+  readonly dockerLayerGzip: "application/vnd.docker.image.rootfs.diff.tar.gzip";
+} = {
   ociManifest: "application/vnd.oci.image.manifest.v1+json",
   ociIndex: "application/vnd.oci.image.index.v1+json",
   ociConfig: "application/vnd.oci.image.config.v1+json",
@@ -34,7 +44,7 @@ const DOCKER_TO_OCI: Record<string, string> = {
 };
 
 /** The `Accept` header for fetching a manifest or an index in any of the formats read here. */
-export const MANIFEST_ACCEPT = [
+export const MANIFEST_ACCEPT: string = [
   MediaType.ociIndex,
   MediaType.ociManifest,
   MediaType.dockerManifestList,
@@ -43,43 +53,65 @@ export const MANIFEST_ACCEPT = [
 
 /** An OS and architecture, as in OCI's `platform`. */
 export interface Platform {
+  /** `linux`. */
   os: string;
+  /** `amd64`, `arm64`, … (Go's names). */
   architecture: string;
+  /** `v8` for arm64, `v7` for arm, … */
   variant?: string;
 }
 
 /** A reference to a blob: its media type, digest and size. */
 export interface Descriptor {
+  /** What the blob is. */
   mediaType: string;
+  /** `sha256:…` of its bytes. */
   digest: string;
+  /** Its length in bytes. */
   size: number;
+  /** In an index: the platform of the manifest. */
   platform?: Platform;
+  /** Free-form metadata. */
   annotations?: Record<string, string>;
 }
 
 /** An image manifest (OCI, or Docker's schema 2, which has the same shape). */
 export interface ImageManifest {
+  /** Always 2. */
   schemaVersion: 2;
+  /** Its own media type. */
   mediaType?: string;
+  /** The image configuration blob. */
   config: Descriptor;
+  /** The layers, bottom first. */
   layers: Descriptor[];
+  /** Free-form metadata, e.g. `org.opencontainers.image.*`. */
   annotations?: Record<string, string>;
 }
 
 /** An image index (OCI, or Docker's manifest list). */
 export interface ImageIndex {
+  /** Always 2. */
   schemaVersion: 2;
+  /** Its own media type. */
   mediaType?: string;
+  /** A manifest per platform. */
   manifests: Descriptor[];
+  /** Free-form metadata. */
   annotations?: Record<string, string>;
 }
 
 /** An image configuration, with the fields Rudder sets; others are kept as they are. */
 export interface ImageConfig {
+  /** When the image was made (RFC 3339). */
   created?: string;
+  /** Go's architecture name. */
   architecture: string;
+  /** `linux`. */
   os: string;
+  /** The architecture's variant. */
   variant?: string;
+  /** How a container of it runs: user, environment, entrypoint, … (Docker's field names). */
   config?: {
     User?: string;
     Env?: string[];
@@ -89,13 +121,16 @@ export interface ImageConfig {
     Labels?: Record<string, string>;
     [key: string]: unknown;
   };
+  /** The digests of the uncompressed layers, bottom first. */
   rootfs: { type: "layers"; diff_ids: string[] };
+  /** A line per step that made the image. */
   history?: {
     created?: string;
     created_by?: string;
     comment?: string;
     empty_layer?: boolean;
   }[];
+  /** Fields Rudder does not set, kept as the base has them. */
   [key: string]: unknown;
 }
 
@@ -223,8 +258,11 @@ export interface ImageOptions {
 
 /** A new image: the config and manifest bytes, and their digests. */
 export interface BuiltImage {
+  /** The config's bytes. */
   config: Uint8Array;
+  /** The config's descriptor. */
   configDescriptor: Descriptor;
+  /** The manifest's bytes. */
   manifest: Uint8Array;
   /** The manifest's digest: the image's digest. */
   digest: string;

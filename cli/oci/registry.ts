@@ -25,8 +25,11 @@ export interface RegistryClientOptions {
 
 /** A manifest or index as the registry serves it. */
 export interface FetchedManifest {
+  /** Its bytes, as served (the digest is of these). */
   bytes: Uint8Array;
+  /** Its media type: a manifest or an index. */
   mediaType: string;
+  /** `sha256:…` of the bytes. */
   digest: string;
 }
 
@@ -41,7 +44,9 @@ export class RegistryError extends Error {
 
 /** A parsed `WWW-Authenticate` challenge. */
 export interface Challenge {
+  /** `bearer` or `basic`, lower-cased. */
   scheme: string;
+  /** Its parameters (`realm`, `service`, `scope`), keys lower-cased. */
   params: Record<string, string>;
 }
 

@@ -150,14 +150,21 @@ export function tar(entries: Iterable<TarEntry>, options: TarOptions = {}): Uint
 
 /** An entry as {@linkcode readTar} returns it. */
 export interface TarRecord {
+  /** The path in the archive (directories end with `/`). */
   path: string;
+  /** What the entry is. */
   type: "file" | "directory" | "symlink" | "hardlink" | "other";
+  /** Permission bits. */
   mode: number;
+  /** Owner's user id. */
   uid: number;
+  /** Owner's group id. */
   gid: number;
+  /** Modification time, in seconds since the epoch. */
   mtime: number;
   /** The target of a link. */
   linkname: string;
+  /** A file's content (empty for others). */
   data: Uint8Array;
 }
 
