@@ -29,7 +29,13 @@ import {
   stringFlag,
   UsageError,
 } from "./args.ts";
-import { IMAGE_FLAGS, imagePlatform, imageRequest, runImageStep } from "./image.ts";
+import {
+  IMAGE_FLAGS,
+  imagePlatform,
+  imageRequest,
+  resolveImageBase,
+  runImageStep,
+} from "./image.ts";
 import {
   findProjectDir,
   loadProject,
@@ -321,6 +327,8 @@ export async function runBuild(args: string[], io: CommandIO): Promise<number> {
     read: listFlag(parsed, "allow-read").map((path) => resolve(io.cwd, path)),
   }, io.env);
   for (const note of plan.notes) io.err(`note: ${note}`);
+  // The base first: no compiling when the image cannot be made.
+  const base = image && platform ? await resolveImageBase(image, platform, io) : undefined;
   mkdirSync(dirname(plan.output), { recursive: true });
   io.err(`$ ${[plan.command, ...plan.args].join(" ")}`);
 
@@ -354,6 +362,7 @@ export async function runBuild(args: string[], io: CommandIO): Promise<number> {
       name: settings.name,
       projectDir: settings.dir,
       platform,
+      base,
     }, io);
   }
   return 0;

@@ -87,6 +87,8 @@ export interface ImageBuildOptions {
   credentials?: CredentialSource;
   /** Blob cache; default under `ociCacheDirectory(env)`. */
   cache?: BlobCache;
+  /** The base, when it is resolved already (`rudder build` does so before compiling). */
+  resolvedBase?: ResolvedBase;
 }
 
 /** What was built. */
@@ -268,7 +270,7 @@ export async function buildImage(
 ): Promise<ImageBuildResult> {
   const target = parseReference(options.image);
   const cache = options.cache ?? new BlobCache(ociCacheDirectory(options.env));
-  const base = await resolveBase(options, cache);
+  const base = options.resolvedBase ?? await resolveBase(options, cache);
   const { seconds, iso } = createdTime(options.env);
   const layer = executableLayer(name, executable, seconds);
   const image = appendLayer(base, layer, {
@@ -289,12 +291,13 @@ export async function buildImage(
   if (options.push) {
     const registry = client(target.registry, options);
     const repo = target.repository;
-    let uploaded = 0;
+    const counts = { present: 0, mounted: 0, uploaded: 0 };
+    // On the base's registry, its layers are mounted; elsewhere fetched only when missing.
+    const mountFrom = base.reference.registry === target.registry ? baseRepo : undefined;
     for (const { digest } of base.manifest.layers) {
-      // The base's layers are fetched only when the target lacks them.
-      if (await registry.pushBlob(repo, digest, () => baseBlob(digest))) uploaded++;
+      counts[await registry.pushBlob(repo, digest, () => baseBlob(digest), { mountFrom })]++;
     }
-    if (await registry.pushBlob(repo, layer.descriptor.digest, layer.blob)) uploaded++;
+    counts[await registry.pushBlob(repo, layer.descriptor.digest, layer.blob)]++;
     await registry.pushBlob(repo, image.configDescriptor.digest, image.config);
     await registry.putManifest(
       repo,
@@ -304,7 +307,8 @@ export async function buildImage(
     );
     options.log(
       `pushed ${formatReference({ ...target, digest: undefined })} ` +
-        `(${uploaded} of ${image.layers.length} layers uploaded)`,
+        `(layers: ${counts.uploaded} uploaded, ${counts.mounted} mounted, ` +
+        `${counts.present} already there)`,
     );
   }
   if (options.output) {
@@ -419,13 +423,34 @@ export function imageRecordPath(projectDir: string, name: string): string {
 }
 
 /**
+ * Resolves the base of the requested image (fetching and caching what it needs), so that
+ * `rudder build` fails before compiling when the base cannot be had.
+ */
+export async function resolveImageBase(
+  request: ImageRequest,
+  platform: Platform,
+  io: CommandIO,
+): Promise<ResolvedBase> {
+  return await resolveBase(
+    { ...request, platform, env: io.env, log: (line) => io.err(line) },
+    new BlobCache(ociCacheDirectory(io.env)),
+  );
+}
+
+/**
  * Runs the image step of `rudder build` for the executable at `executablePath`: prints the
  * digest on standard output and, after a push, writes the pinned reference to
  * {@linkcode imageRecordPath} for `rudder manifests --image`.
  */
 export async function runImageStep(
   request: ImageRequest,
-  build: { executablePath: string; name: string; projectDir: string; platform: Platform },
+  build: {
+    executablePath: string;
+    name: string;
+    projectDir: string;
+    platform: Platform;
+    base?: ResolvedBase;
+  },
   io: CommandIO,
 ): Promise<ImageBuildResult> {
   const result = await buildImage(readFileSync(build.executablePath), build.name, {
@@ -434,6 +459,7 @@ export async function runImageStep(
     projectDir: build.projectDir,
     env: io.env,
     log: (line) => io.err(line),
+    resolvedBase: build.base,
   });
   if (request.push) {
     const record = imageRecordPath(build.projectDir, build.name);

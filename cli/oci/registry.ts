@@ -155,7 +155,7 @@ export class RegistryClient {
       throw new RegistryError(`${this.#registry}: the token realm must use HTTPS`, 401);
     }
     if (challenge.params.service) realm.searchParams.set("service", challenge.params.service);
-    realm.searchParams.append("scope", scope);
+    for (const each of scope.split(" ")) realm.searchParams.append("scope", each);
     const response = await this.#fetch(realm, {
       headers: credentials ? { authorization: basicHeader(credentials) } : {},
     });
@@ -235,21 +235,32 @@ export class RegistryClient {
   }
 
   /**
-   * Uploads a blob unless the repository has it: a POST opens the upload, one PUT sends it.
-   * `content` may be a function, called only when the blob is missing. Resolves true when it
-   * was uploaded, false when it was there already.
+   * Puts a blob into a repository unless it has it (a HEAD): mounted from `mountFrom`, another
+   * repository of this registry, when the registry can; else a POST opens an upload and one PUT
+   * sends it. `content` may be a function, called only when the bytes must be sent.
    */
   async pushBlob(
     repository: string,
     digest: string,
     content: Uint8Array | (() => Promise<Uint8Array>),
-  ): Promise<boolean> {
-    if (await this.hasBlob(repository, digest)) return false;
-    const bytes = typeof content === "function" ? await content() : content;
-    const scope = `repository:${repository}:pull,push`;
-    const opened = await this.#send(`/v2/${repository}/blobs/uploads/`, { method: "POST" }, scope);
-    if (opened.status !== 202) await this.#fail(opened, `POST upload ${repository}`);
+    options: { mountFrom?: string } = {},
+  ): Promise<"present" | "mounted" | "uploaded"> {
+    if (await this.hasBlob(repository, digest)) return "present";
+    const from = options.mountFrom !== repository ? options.mountFrom : undefined;
+    const scope = `repository:${repository}:pull,push` +
+      (from ? ` repository:${from}:pull` : "");
+    const query = from
+      ? `?mount=${encodeURIComponent(digest)}&from=${encodeURIComponent(from)}`
+      : "";
+    const opened = await this.#send(
+      `/v2/${repository}/blobs/uploads/${query}`,
+      { method: "POST" },
+      scope,
+    );
     await opened.body?.cancel();
+    if (from && opened.status === 201) return "mounted";
+    if (opened.status !== 202) await this.#fail(opened, `POST upload ${repository}`);
+    const bytes = typeof content === "function" ? await content() : content;
     const location = opened.headers.get("location");
     if (!location) throw new RegistryError(`${this.#registry}: upload without a Location`, 502);
     const url = new URL(location, this.#base);
@@ -264,7 +275,7 @@ export class RegistryClient {
     }, scope);
     if (put.status !== 201) await this.#fail(put, `PUT blob ${repository}@${digest}`);
     await put.body?.cancel();
-    return true;
+    return "uploaded";
   }
 
   /** Pushes a manifest or index under a tag or its digest; resolves its digest. */

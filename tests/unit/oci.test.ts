@@ -507,8 +507,11 @@ describe("RegistryClient", () => {
     ]);
     const client = new RegistryClient("127.0.0.1:5000", { fetch, insecure: true });
     const unwanted = () => Promise.reject(new Error("the blob was fetched though present"));
-    assert.equal(await client.pushBlob("op", blobDigest, unwanted), false);
-    assert.equal(await client.pushBlob("op", blobDigest, () => Promise.resolve(blob)), true);
+    assert.equal(await client.pushBlob("op", blobDigest, unwanted), "present");
+    assert.equal(
+      await client.pushBlob("op", blobDigest, () => Promise.resolve(blob)),
+      "uploaded",
+    );
     assert.deepEqual(calls.map((c) => `${c.method} ${c.url}`), [
       `HEAD http://127.0.0.1:5000/v2/op/blobs/${blobDigest}`,
       `HEAD http://127.0.0.1:5000/v2/op/blobs/${blobDigest}`,
@@ -517,6 +520,37 @@ describe("RegistryClient", () => {
         blobDigest.replace(":", "%3A")
       }`,
     ]);
+  });
+
+  it("mounts a blob from another repository, asking a token for both", async () => {
+    const { fetch, calls } = scriptedFetch([
+      () => new Response(null, { status: 404 }),
+      () =>
+        new Response(null, {
+          status: 401,
+          headers: { "www-authenticate": 'Bearer realm="https://auth.example.com/t"' },
+        }),
+      (url) => {
+        assert.deepEqual(url.searchParams.getAll("scope"), [
+          "repository:team/op:pull,push",
+          "repository:distroless/cc:pull",
+        ]);
+        return Response.json({ token: "t" });
+      },
+      () => new Response(null, { status: 201 }),
+    ]);
+    const client = new RegistryClient("r.example.com", { fetch });
+    const unwanted = () => Promise.reject(new Error("a mounted blob is not fetched"));
+    assert.equal(
+      await client.pushBlob("team/op", blobDigest, unwanted, { mountFrom: "distroless/cc" }),
+      "mounted",
+    );
+    assert.equal(
+      calls[3].url,
+      `https://r.example.com/v2/team/op/blobs/uploads/?mount=${
+        encodeURIComponent(blobDigest)
+      }&from=distroless%2Fcc`,
+    );
   });
 
   it("puts a manifest and checks the digest the registry reports", async () => {
