@@ -365,9 +365,9 @@ function controllerTest(options: ScaffoldOptions): string {
   return `// The ${kind} controller, tested two ways: its reconciler against FakeClient (in memory, no
 // cluster), and the whole operator against a real local control plane (etcd + kube-apiserver,
 // started by Environment; \`rudder envtest setup\` builds them, or set KUBEBUILDER_ASSETS).
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { type Client, ConfigMap, type Logger, newClient } from "@rudder/operator";
+import { ConfigMap, type Logger, newClient } from "@rudder/operator";
 import { Environment, FakeClient } from "@rudder/operator/testing";
 import { ${kind} } from "../api/${lower}.ts";
 import { createManager } from "../main.ts";
@@ -411,47 +411,48 @@ describe("${kind}Reconciler", () => {
 });
 
 describe("the ${options.name} operator on a local control plane", () => {
-  const env = new Environment({ crds: [${kind}] });
-  const stop = new AbortController();
-  let client: Client;
-  let running: Promise<void> | undefined;
-
-  before(async () => {
-    const config = await env.start();
-    client = newClient(config);
-    const mgr = createManager({
-      config,
-      metricsBindAddress: "0",
-      healthProbeBindAddress: "0",
-      leaderElection: false,
-    });
-    running = mgr.start(stop.signal);
-  });
-
-  after(async () => {
-    stop.abort();
-    try {
-      await running;
-    } finally {
-      await env.stop();
-    }
-  });
-
-  it("reconciles a ${kind}: its ConfigMap holds the message and its status is Ready", async () => {
-    const key = { namespace: "default", name: "hello" };
-    await client.create({
-      apiVersion: "${apiVersion}",
-      kind: "${kind}",
-      metadata: key,
-      spec: { message: "hello, world" },
-    });
-    await eventually(
-      "the ${kind} is Ready",
-      async () => (await client.get(${kind}, key)).status?.phase === "Ready",
-    );
-    const configMap = await client.get(ConfigMap, key);
-    assert.equal(configMap.data?.message, "hello, world");
-  });
+  // One test starts and stops the control plane: its timeout covers both, on Deno and on Bun
+  // (whose node:test hooks keep the 5 s default whatever timeout they are given).
+  it(
+    "reconciles a ${kind}: its ConfigMap holds the message and its status is Ready",
+    { timeout: 120_000 },
+    async () => {
+      const env = new Environment({ crds: [${kind}] });
+      const stop = new AbortController();
+      let running: Promise<void> | undefined;
+      try {
+        const config = await env.start();
+        const client = newClient(config);
+        const mgr = createManager({
+          config,
+          metricsBindAddress: "0",
+          healthProbeBindAddress: "0",
+          leaderElection: false,
+        });
+        running = mgr.start(stop.signal);
+        const key = { namespace: "default", name: "hello" };
+        await client.create({
+          apiVersion: "${apiVersion}",
+          kind: "${kind}",
+          metadata: key,
+          spec: { message: "hello, world" },
+        });
+        await eventually(
+          "the ${kind} is Ready",
+          async () => (await client.get(${kind}, key)).status?.phase === "Ready",
+        );
+        const configMap = await client.get(ConfigMap, key);
+        assert.equal(configMap.data?.message, "hello, world");
+      } finally {
+        stop.abort();
+        try {
+          await running;
+        } finally {
+          await env.stop();
+        }
+      }
+    },
+  );
 });
 `;
 }
