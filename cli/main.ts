@@ -11,7 +11,8 @@
  * | ----------- | -------------------------------------------------------------- |
  * | `init`      | a new operator project (`--local <checkout>`: no registry)     |
  * | `manifests` | CRDs, least-privilege RBAC, Deployment, kustomization.yaml     |
- * | `build`     | `deno compile` (narrow permissions) or `bun build --compile`   |
+ * | `build`     | `deno compile` (narrow permissions) or `bun build --compile`;  |
+ * |             | `--image`: an OCI image, pushed or saved, no Docker daemon     |
  * | `dev`       | local control plane + CRDs + the operator, restarted on change |
  * | `envtest`   | build, locate (`env`) or run (`start`) the local control plane |
  *

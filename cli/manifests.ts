@@ -528,6 +528,12 @@ export const manifestsSpec: CommandSpec = {
       value: "<dir>",
       description: "Where to write, relative to the project (default: config/).",
     },
+    image: {
+      type: "string",
+      value: "<ref>",
+      description: "The Deployment's image, e.g. the ref@sha256:… that rudder build --push " +
+        "wrote to dist/<name>.image (default: rudder.json's image).",
+    },
   },
   details: [
     "The project's code is loaded, not started: exports with crd() in its api modules are the",
@@ -536,6 +542,7 @@ export const manifestsSpec: CommandSpec = {
   examples: [
     "rudder manifests",
     "rudder manifests --out deploy/ && kubectl apply -k deploy/",
+    'rudder manifests --image "$(cat dist/my-operator.image)"',
   ],
 };
 
@@ -544,7 +551,10 @@ export async function runManifests(args: string[], io: CommandIO): Promise<numbe
   const parsed = parseCommandArgs(manifestsSpec, args);
   if (!parsed) return 0;
   const dirFlag = stringFlag(parsed, "dir");
-  const settings = loadProject(dirFlag ? resolve(io.cwd, dirFlag) : findProjectDir(io.cwd));
+  const loaded = loadProject(dirFlag ? resolve(io.cwd, dirFlag) : findProjectDir(io.cwd));
+  const image = stringFlag(parsed, "image")?.trim();
+  if (image === "") throw new UsageError("--image must not be empty", "manifests");
+  const settings = image ? { ...loaded, image } : loaded;
   const out = stringFlag(parsed, "out", "config/");
   if (out.trim() === "") throw new UsageError("--out must not be empty", "manifests");
   const outDir = resolve(settings.dir, out);

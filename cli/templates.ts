@@ -533,9 +533,11 @@ bun?.jest?.(new URL(import.meta.url).pathname).setDefaultTimeout(${BUN_TEST_TIME
 }
 
 function dockerfile(options: ScaffoldOptions): string {
-  return `# The operator is one self-contained executable (\`rudder build\`), so the image needs no
-# runtime: distroless/cc has glibc and nothing else (no shell, no package manager). Build the
-# binary for the image's platform first, e.g. \`deno task build --target x86_64-unknown-linux-gnu\`.
+  return `# The alternative to \`rudder build --image\` (which needs no Docker daemon) for those who
+# build images with docker or podman. The operator is one self-contained executable
+# (\`rudder build\`), so the image needs no runtime: distroless/cc has glibc and nothing else (no
+# shell, no package manager). Build the binary for the image's platform first, e.g.
+# \`deno task build --target x86_64-unknown-linux-gnu\`.
 FROM gcr.io/distroless/cc-debian12:nonroot
 COPY dist/${options.name} /${options.name}
 USER 65532:65532
@@ -581,7 +583,7 @@ ${
       ["`main.ts`", "`setup(mgr)` registers the controllers; run, it starts the manager"],
       ["`rudder.json`", "name, namespace, image, ports, extra RBAC rules and Deno permissions"],
       ["`bunfig.toml`", "`bun test` settings: preloads `bun_test_setup.ts` (test timeouts)"],
-      ["`Dockerfile`", "the compiled executable on `gcr.io/distroless/cc`, as user 65532"],
+      ["`Dockerfile`", "for `docker build`, the alternative to `rudder build --image`"],
     ])
   }
 
@@ -599,11 +601,21 @@ the \`KUBEBUILDER_ASSETS\` to export.
 ## Deploy
 
 \`\`\`sh
-deno task manifests   # config/: CRDs, RBAC, Deployment, kustomization.yaml
-deno task build       # dist/${options.name}: one self-contained executable
-docker build -t ${options.name}:0.1.0 .
+deno task build --image ghcr.io/me/${options.name}:0.1.0 --push
+deno task manifests --image "$(cat dist/${options.name}.image)"
 kubectl apply -k config/
 \`\`\`
+
+\`deno task build --image <ref> --push\` compiles \`dist/${options.name}\`, puts it as one layer on
+\`gcr.io/distroless/cc-debian12:nonroot\` (\`--base\` to change it), runs it as user 65532, and
+pushes the image with no Docker daemon (credentials come from \`~/.docker/config.json\`). It
+prints the image's \`ref@sha256:…\` and writes it to \`dist/${options.name}.image\`, and
+\`deno task manifests --image …\` makes the Deployment (in \`config/\`, with the CRDs and RBAC) use
+exactly that digest. \`--output image.tar\` writes an archive for \`docker load\` or
+\`podman load\` instead. The same executable and base give the same digest (\`SOURCE_DATE_EPOCH\`
+sets the image's time; without it, the epoch).
+
+With a Docker daemon instead: \`deno task build && docker build -t ${options.name}:0.1.0 .\`
 
 \`deno task build\` compiles with \`deno compile\` and only the permissions the operator needs;
 add \`--api-server <host:port>\` (the cluster's \`kubernetes\` Service) to limit its network access to

@@ -6,7 +6,7 @@
 // and the project's own tests pass out of the box.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
 import {
   existsSync,
@@ -38,6 +38,7 @@ import { type Client, newClient } from "../../lib/client/client.ts";
 import type { KubeConfig } from "../../lib/kube/config/types.ts";
 import { RestClient } from "../../lib/kube/rest.ts";
 import { Environment } from "../../lib/testing/envtest.ts";
+import { denortMissing } from "../support/denort.ts";
 import { eventually } from "../support/eventually.ts";
 import { fetchTrusting, presentedCertificates } from "../support/tls.ts";
 
@@ -75,30 +76,6 @@ function rudder(cwd: string, ...args: string[]): Promise<Run> {
 function runWithEnv(processEnv: Record<string, string | undefined>, ...args: string[]) {
   const runtimeArgs = "Deno" in globalThis ? ["run", "-A", CLI, ...args] : [CLI, ...args];
   return run(process.execPath, runtimeArgs, { cwd: project, env: processEnv });
-}
-
-/**
- * Why the deno-compiled binary cannot be tested here, or false when it can: deno compile needs
- * denort from DENORT_BIN or Deno's cache, since tests may not download it.
- */
-function denortMissing(): string | false {
-  if (process.env.DENORT_BIN) {
-    return existsSync(process.env.DENORT_BIN)
-      ? false
-      : `DENORT_BIN=${process.env.DENORT_BIN} does not exist`;
-  }
-  const deno = runtimeExecutable("deno", process.env);
-  const info = spawnSync(deno, ["info", "--json"], { encoding: "utf8" });
-  const version = spawnSync(deno, ["--version"], { encoding: "utf8" }).stdout.match(
-    /^deno (\S+)/,
-  )?.[1];
-  const denoDir = info.status === 0 ? JSON.parse(info.stdout).denoDir : undefined;
-  const triple = `${process.arch === "arm64" ? "aarch64" : "x86_64"}-unknown-linux-gnu`;
-  const cached = denoDir && version &&
-    join(denoDir, "dl", "release", `v${version}`, `denort-${triple}.zip`);
-  if (cached && existsSync(cached)) return false;
-  return "denort cannot be had without downloading it (tests stay on loopback): " +
-    "set DENORT_BIN to a denort binary of this Deno version to run it";
 }
 
 function run(

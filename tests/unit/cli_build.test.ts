@@ -83,6 +83,8 @@ describe("build with Bun", () => {
     assert.deepEqual(plan.args, [
       "build",
       "--compile",
+      "--bytecode",
+      "--format=esm",
       "--target=bun-linux-arm64",
       "--outfile",
       "/work/widget-operator/dist/widget-operator",
@@ -96,6 +98,8 @@ describe("build with Bun", () => {
     assert.deepEqual(plan.args, [
       "build",
       "--compile",
+      "--bytecode",
+      "--format=esm",
       "--outfile",
       "/work/widget-operator/bin/op",
       "main.ts",
