@@ -400,13 +400,32 @@ export {
 } from "./lib/cache/cache.ts";
 
 export {
-  type EventHandler,
   type HandlerRegistration,
   Informer,
   type InformerHealth,
   type InformerOptions,
   type InformerState,
+  type ResourceEventHandler,
 } from "./lib/cache/informer.ts";
+
+export {
+  isResourceVersionTooLarge,
+  type Watcher,
+  watcher,
+  type WatcherEvent,
+  type WatcherOptions,
+  type WatcherState,
+  type WatcherStatus,
+} from "./lib/cache/watcher.ts";
+
+export {
+  Reflector,
+  reflector,
+  type ReflectorOptions,
+  type StoreChange,
+} from "./lib/cache/reflector.ts";
+
+export { Dispatcher } from "./lib/cache/dispatcher.ts";
 
 export {
   type IndexFunc,

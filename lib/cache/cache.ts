@@ -31,11 +31,11 @@ import type { KubeConfig } from "../kube/config.ts";
 import { ApiError } from "../kube/errors.ts";
 import { RestClient, type RestClientOptions } from "../kube/rest.ts";
 import {
-  type EventHandler,
   type HandlerRegistration,
   Informer,
   type InformerHealth,
   type InformerOptions,
+  type ResourceEventHandler,
 } from "./informer.ts";
 import { parseFieldSelector, parseLabelSelector } from "./selector.ts";
 import { type IndexFunc, objectKey } from "./store.ts";
