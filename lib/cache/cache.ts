@@ -92,10 +92,18 @@ export interface CacheOptions {
   rest?: RestClient;
   /** The mapper for kinds given by `apiVersion` and `kind`; default one over `rest`. */
   mapper?: RESTMapper;
-  /** Tuning passed to every informer (watch timeouts, idle deadline, backoff, paging). */
+  /**
+   * Tuning passed to every informer (watch timeouts, idle deadline, backoff, paging, how long
+   * a failing watch may last before readiness fails).
+   */
   informer?: Pick<
     InformerOptions<KubeObject>,
-    "watchTimeoutSeconds" | "idleTimeout" | "backoff" | "pageSize" | "streamingList"
+    | "watchTimeoutSeconds"
+    | "idleTimeout"
+    | "backoff"
+    | "pageSize"
+    | "streamingList"
+    | "unhealthyAfter"
   >;
 }
 
@@ -123,7 +131,7 @@ export interface SharedInformer<T extends KubeObject> {
   /** The kind. */
   readonly type: ResourceType<T>;
   /** Adds a handler to every namespace's informer. */
-  addEventHandler(handler: EventHandler<T>): HandlerRegistration;
+  addEventHandler(handler: ResourceEventHandler<T>): HandlerRegistration;
   /** True once every namespace's informer has listed. */
   hasSynced(): boolean;
   /** Health of each namespace's informer. */

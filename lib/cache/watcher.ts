@@ -169,12 +169,24 @@ function describeError(err: unknown): string {
 }
 
 /**
- * True when resourceVersion `a` is older than `b`. resourceVersions are opaque, but the API
- * server's are etcd revisions in decimal; anything else is never called older.
+ * Orders two resourceVersions: negative when `a` is older than `b`, 0 when equal, positive
+ * when newer; `undefined` when they cannot be ordered. resourceVersions are opaque, but the
+ * API server's are etcd revisions in decimal, which are ordered; anything else is not.
  */
+export function compareResourceVersions(
+  a: string | undefined,
+  b: string | undefined,
+): number | undefined {
+  if (!a || !b || !DECIMAL.test(a) || !DECIMAL.test(b)) return undefined;
+  if (a.length !== b.length) return a.length - b.length;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+const DECIMAL = /^(0|[1-9]\d*)$/;
+
+/** True when `a` is known to be older than `b`. */
 export function isOlderResourceVersion(a: string | undefined, b: string | undefined): boolean {
-  if (!a || !b || !/^\d+$/.test(a) || !/^\d+$/.test(b)) return false;
-  return a.length !== b.length ? a.length < b.length : a < b;
+  return (compareResourceVersions(a, b) ?? 0) < 0;
 }
 
 /**
@@ -613,6 +625,19 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
         this.#status.lastEventTime = Date.now();
         if (event.type === "ERROR") throw this.#errorEvent(event.object);
         const rv = event.object.metadata?.resourceVersion;
+        // Events come in resourceVersion order after the resume point; one that does not is
+        // a duplicate or a replay, and applying it would roll an object back.
+        if (
+          event.type !== "BOOKMARK" &&
+          (compareResourceVersions(rv, this.#status.resourceVersion) ?? 1) <= 0
+        ) {
+          logger.debug("Skipping an out-of-order {type} at {rv} of {informer}", {
+            type: event.type,
+            rv,
+            informer: this.#description,
+          });
+          continue;
+        }
         if (event.type === "BOOKMARK") {
           if (typeof rv === "string" && rv) this.#setResourceVersion(rv);
         } else {
