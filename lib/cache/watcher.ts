@@ -353,7 +353,7 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
           open = undefined;
           if (signal.aborted) break;
           const failedIn = state === "Listing" ? "Listing" : "Watching";
-          const next = this.#recover(err, failedIn, backoff);
+          const next = this.#recover(err, failedIn, backoff, backoffOptions.max);
           resume = next.resume;
           waitMs = next.waitMs;
           state = waitMs > 0 ? "Backoff" : resume;
@@ -369,6 +369,7 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
     err: unknown,
     failedIn: "Listing" | "Watching",
     backoff: number,
+    maxBackoff: number,
   ): { resume: "Listing" | "Watching"; waitMs: number } {
     const message = describeError(err);
     this.#status.lastError = message;
@@ -408,10 +409,12 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
       informer: this.#description,
       error: message,
     });
+    // Retry-After is honoured up to the longest backoff: a server cannot park the watch for days.
     const retryAfter = err instanceof ApiError && isTooManyRequests(err)
-      ? err.retryAfterSeconds
-      : undefined;
-    return { resume: failedIn, waitMs: retryAfter !== undefined ? retryAfter * 1000 : backoff };
+      ? Number(err.retryAfterSeconds) * 1000
+      : NaN;
+    const waitMs = retryAfter >= 0 ? Math.min(retryAfter, maxBackoff) : backoff;
+    return { resume: failedIn, waitMs };
   }
 
   /** A list completed or a watch delivered: the run of failures is over. */
