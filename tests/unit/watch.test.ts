@@ -344,6 +344,29 @@ describe("decodeWatchStream", () => {
     assert.ok(recorded.reads <= 12, `read ${recorded.reads} chunks`);
   });
 
+  it("enforces maxLineBytes on lines inside one chunk, after the events before them", {
+    timeout: 10_000,
+  }, async () => {
+    const short = encodeWatchEvent({ type: "ADDED", object: { v: "a" } });
+    const limit = short.length + 10;
+    const long = `{"type":"ADDED","object":{"v":"${"b".repeat(limit)}"}}\n`;
+    for (
+      const [body, line] of [[short + long + short, 2], [
+        short + short + long.trimEnd(),
+        3,
+      ]] as const
+    ) {
+      const { events, error } = await drain(
+        decodeWatchStream(streamOf([encoder.encode(body)]), { maxLineBytes: limit }),
+      );
+      assert.equal(events.length, line - 1, "the events before the long line come first");
+      assert.ok(error instanceof WatchDecodeError);
+      assert.equal(error.line, line);
+      assert.match(error.message, /longer than/);
+      assert.ok(long.startsWith(error.excerpt));
+    }
+  });
+
   it("refuses a maxLineBytes that is not positive", () => {
     for (const maxLineBytes of [0, -1, Number.NaN]) {
       assert.throws(() => decodeWatchStream(streamOf([]), { maxLineBytes }), RangeError);
