@@ -177,12 +177,20 @@ export function compareResourceVersions(
   a: string | undefined,
   b: string | undefined,
 ): number | undefined {
-  if (!a || !b || !DECIMAL.test(a) || !DECIMAL.test(b)) return undefined;
+  if (!a || !b || !isDecimal(a) || !isDecimal(b)) return undefined;
   if (a.length !== b.length) return a.length - b.length;
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-const DECIMAL = /^(0|[1-9]\d*)$/;
+/** Digits without a leading zero; a loop, as this runs twice per event. */
+function isDecimal(text: string): boolean {
+  if (text.length > 1 && text.charCodeAt(0) === 0x30) return false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x30 || c > 0x39) return false;
+  }
+  return text.length > 0;
+}
 
 /** True when `a` is known to be older than `b`. */
 export function isOlderResourceVersion(a: string | undefined, b: string | undefined): boolean {
@@ -212,8 +220,9 @@ class IdleDeadline {
     else this.#timer = setTimeout(this.#check, this.#limit - idle);
   };
 
-  touch(): void {
-    this.#last = Date.now();
+  /** Something arrived at `now` (epoch ms). */
+  touch(now: number): void {
+    this.#last = now;
   }
 
   /** While the consumer holds an event, the server is not to blame for the silence. */
@@ -491,17 +500,6 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
     };
   }
 
-  /** The next event of a connection, with the idle deadline's error when it cut it. */
-  async #next(connection: Connection<T>): Promise<IteratorResult<WatchEvent<T>, void>> {
-    try {
-      const next = await connection.events.next();
-      connection.idle.touch();
-      return next;
-    } catch (err) {
-      throw connection.explain(err);
-    }
-  }
-
   /**
    * Listing: yields Init, one InitApply per object and InitDone. A streaming list returns its
    * open connection, which goes on as the watch; a paged list returns nothing.
@@ -535,12 +533,17 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
     let handedOver = false;
     try {
       for (;;) {
-        const next = await this.#next(connection);
+        let next: IteratorResult<WatchEvent<T>, void>;
+        try {
+          next = await connection.events.next();
+        } catch (err) {
+          throw connection.explain(err);
+        }
         if (next.done) {
           throw new RelistNeeded("the stream ended before the initial list was complete");
         }
         const event = next.value;
-        this.#status.lastEventTime = Date.now();
+        connection.idle.touch(this.#status.lastEventTime = Date.now());
         if (event.type === "ERROR") throw this.#errorEvent(event.object);
         if (event.type === "BOOKMARK") {
           const metadata = event.object.metadata;
@@ -622,27 +625,33 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
     let delivered = false;
     try {
       for (;;) {
-        const next = await this.#next(connection);
+        let next: IteratorResult<WatchEvent<T>, void>;
+        try {
+          next = await connection.events.next();
+        } catch (err) {
+          throw connection.explain(err);
+        }
         if (next.done) return delivered;
         const event = next.value;
-        this.#status.lastEventTime = Date.now();
+        connection.idle.touch(this.#status.lastEventTime = Date.now());
         if (event.type === "ERROR") throw this.#errorEvent(event.object);
         const rv = event.object.metadata?.resourceVersion;
-        // Events come in resourceVersion order after the resume point; one that does not is
-        // a duplicate or a replay, and applying it would roll an object back.
-        if (
-          event.type !== "BOOKMARK" &&
-          (compareResourceVersions(rv, this.#status.resourceVersion) ?? 1) <= 0
-        ) {
+        const usable = typeof rv === "string" && rv !== "";
+        const order = usable
+          ? compareResourceVersions(rv, this.#status.resourceVersion)
+          : undefined;
+        if (event.type === "BOOKMARK") {
+          // A bookmark older than the resume point never moves it back.
+          if (usable && (order === undefined || order >= 0)) this.#status.resourceVersion = rv;
+        } else if (order !== undefined && order <= 0) {
+          // Events come in resourceVersion order after the resume point; one that does not is
+          // a duplicate or a replay, and applying it would roll an object back.
           logger.debug("Skipping an out-of-order {type} at {rv} of {informer}", {
             type: event.type,
             rv,
             informer: this.#description,
           });
           continue;
-        }
-        if (event.type === "BOOKMARK") {
-          if (typeof rv === "string" && rv) this.#setResourceVersion(rv);
         } else {
           const object = this.#typed(event.object);
           connection.idle.pause();
@@ -650,7 +659,7 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
             ? { type: "Delete", object, resourceVersion: rv }
             : { type: "Apply", object, resourceVersion: rv };
           connection.idle.resume();
-          if (typeof rv === "string" && rv) this.#setResourceVersion(rv);
+          if (usable) this.#status.resourceVersion = rv;
         }
         if (!delivered) {
           delivered = true;
@@ -659,13 +668,6 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
       }
     } finally {
       connection.close();
-    }
-  }
-
-  /** Moves the resume point forwards; a replayed older event never moves it back. */
-  #setResourceVersion(rv: string): void {
-    if (!isOlderResourceVersion(rv, this.#status.resourceVersion)) {
-      this.#status.resourceVersion = rv;
     }
   }
 
