@@ -24,7 +24,8 @@ const logger = getLogger(["rudder", "cache", "informer"]);
  *   onAdd: (cm, initial) => console.log("add", cm.metadata?.name, initial),
  *   onDelete: (cm) => console.log("delete", cm.metadata?.name),
  * };
- * handler.onAdd?.({ metadata: { name: "a" } }, true); // add a true
+ * handler.onAdd?.({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "a" } }, true);
+ * // add a true
  * ```
  */
 export interface ResourceEventHandler<T> {
@@ -141,7 +142,8 @@ class Listener<T> implements HandlerRegistration {
  *
  * const dispatcher = new Dispatcher<ConfigMap>("ConfigMaps");
  * dispatcher.add({ onAdd: (cm) => console.log("add", cm.metadata?.name) }, []);
- * dispatcher.dispatch({ type: "add", obj: { metadata: { name: "a" } }, initial: false });
+ * const obj = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "a" } } as const;
+ * dispatcher.dispatch({ type: "add", obj, initial: false });
  * await new Promise((resolve) => setTimeout(resolve, 10)); // add a
  * ```
  */

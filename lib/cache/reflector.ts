@@ -44,7 +44,10 @@ export interface ReflectorOptions<T> {
  * const store = new Store<ConfigMap>();
  * const reflect = new Reflector(store);
  * reflect.apply({ type: "Init" });
- * reflect.apply({ type: "InitApply", object: { metadata: { name: "a", resourceVersion: "1" } } });
+ * reflect.apply({
+ *   type: "InitApply",
+ *   object: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "a", resourceVersion: "1" } },
+ * });
  * reflect.apply({ type: "InitDone", resourceVersion: "1" });
  * console.log(store.size); // 1
  * ```
