@@ -5,17 +5,17 @@
  * written out in {@linkcode watcher}'s loop:
  *
  * ```
- *            ┌──── 410 Gone, 504 ResourceVersionTooLarge, a refusal repeated at one RV ──┐
- *            ▼                                                                            │
- *   Listing ──(streaming list: ADDED… + initial-events-end bookmark,                     │
- *     │  ▲     or paged list: limit=500 + continue)  Init, InitApply…, InitDone ──► Watching
- *     │  │                                                                     Apply, │ ▲ │
- *     │  └──────────── (never listed, or relist needed) ◄──┐                  Delete  │ │ │
- *     │ error                                              │                          │ │ │
- *     └──────────────────────────────────────────────► Backoff ◄── error (network, ───┘ │ │
- *                      0.8 s → 30 s, ×2, jitter;           │     5xx, 429, idle deadline,│ │
- *                      reset after 2 min healthy           └──► (else) ─────────────────┘ │
- *                                                        stream ended by the server's timeout ┘
+ *              relist: 410 Gone, 504 ResourceVersionTooLarge, the same
+ *           ┌─ refusal (4xx, malformed event) twice at one resourceVersion ─┐
+ *           ▼                                                               │
+ *   ┌──► Listing ─── Init, InitApply…, InitDone ─────────────────────► Watching ─► Apply, Delete
+ *   │       │   (streaming list, else paged list)                        │   ▲
+ *   │       │ error                                                      │   └─ the server's
+ *   │       ▼                                                            │      timeout ended
+ *   └─── Backoff ◄──── error: network, 5xx, 429, idle deadline, ─────────┘      the stream
+ *   (was    │          a watch that ended at once, a first refusal
+ *   listing)│ 0.8 s → 30 s, ×2, jitter; reset after 2 min healthy
+ *           └──► Watching (was watching)
  * ```
  *
  * Events, named as kube-rs names them: `Init` (a list starts), `InitApply` (one object of it),
