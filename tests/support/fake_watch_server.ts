@@ -58,6 +58,8 @@ export class FakeWatchServer {
   refuseInStream = false;
   /** Answer every request with this status until cleared (a persistent refusal). */
   refuseAll: { code: number; reason: string } | undefined;
+  /** Every watch that is not a streaming list ends at once, sending nothing. */
+  endWatchesAtOnce = false;
   /** The next watch sends nothing at all and never ends. */
   stallNextWatch = false;
   /** Status codes to answer the next requests with (then normal service resumes). */
@@ -197,6 +199,10 @@ export class FakeWatchServer {
     if (query.get("sendInitialEvents") !== "true" && this.#refuseResourceVersion(res, from)) return;
     res.writeHead(200, { "Content-Type": "application/json" });
     res.flushHeaders();
+    if (this.endWatchesAtOnce && query.get("sendInitialEvents") !== "true") {
+      res.end();
+      return;
+    }
     if (this.stallNextWatch) {
       this.stallNextWatch = false;
       return; // Headers sent, then nothing: a dead connection that never closes.

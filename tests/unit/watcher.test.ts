@@ -341,6 +341,27 @@ describe("watcher and healing informers", T, () => {
     },
   );
 
+  it(
+    "backs off, rather than spinning, when every watch ends at once without an event",
+    T,
+    async () => {
+      server.put("a", { v: "1" });
+      const informer = start();
+      await informer.waitForSync();
+      server.endWatchesAtOnce = true;
+      server.closeWatches();
+      await eventually(
+        "the empty watch counts as a failure",
+        () => /ended at once/.test(informer.health().lastError ?? ""),
+      );
+      assert.ok(informer.health().failingSince !== undefined);
+      server.endWatchesAtOnce = false;
+      server.put("b", { v: "1" });
+      await eventually("the store converges", () => converged(informer));
+      await eventually("the failure is over", () => informer.health().lastError === undefined);
+    },
+  );
+
   it("does not fail readiness for a short backoff", T, async () => {
     server.put("a", { v: "1" });
     const informer = start({ unhealthyAfter: 60_000 });
