@@ -31,11 +31,11 @@ import type { KubeConfig } from "../kube/config/types.ts";
 import { ApiError } from "../kube/errors.ts";
 import { RestClient, type RestClientOptions } from "../kube/rest.ts";
 import {
-  type EventHandler,
   type HandlerRegistration,
   Informer,
   type InformerHealth,
   type InformerOptions,
+  type ResourceEventHandler,
 } from "./informer.ts";
 import { CacheNotStartedError, ResourceNotCachedError } from "./errors.ts";
 import { parseFieldSelector, parseLabelSelector } from "./selector.ts";
@@ -93,10 +93,18 @@ export interface CacheOptions {
   rest?: RestClient;
   /** The mapper for kinds given by `apiVersion` and `kind`; default one over `rest`. */
   mapper?: RESTMapper;
-  /** Tuning passed to every informer (watch timeouts, idle deadline, backoff, paging). */
+  /**
+   * Tuning passed to every informer (watch timeouts, idle deadline, backoff, paging, how long
+   * a failing watch may last before readiness fails).
+   */
   informer?: Pick<
     InformerOptions<KubeObject>,
-    "watchTimeoutSeconds" | "idleTimeout" | "backoff" | "pageSize" | "streamingList"
+    | "watchTimeoutSeconds"
+    | "idleTimeout"
+    | "backoff"
+    | "pageSize"
+    | "streamingList"
+    | "unhealthyAfter"
   >;
 }
 
@@ -124,7 +132,7 @@ export interface SharedInformer<T extends KubeObject> {
   /** The kind. */
   readonly type: ResourceType<T>;
   /** Adds a handler to every namespace's informer. */
-  addEventHandler(handler: EventHandler<T>): HandlerRegistration;
+  addEventHandler(handler: ResourceEventHandler<T>): HandlerRegistration;
   /** True once every namespace's informer has listed. */
   hasSynced(): boolean;
   /** Health of each namespace's informer. */

@@ -37,13 +37,22 @@ export {
 } from "./cache.ts";
 export { CacheNotStartedError, ResourceNotCachedError } from "./errors.ts";
 export {
-  type EventHandler as ResourceEventHandler,
-  type HandlerRegistration,
   Informer,
   type InformerHealth,
   type InformerOptions,
   type InformerState,
 } from "./informer.ts";
+export { Dispatcher, type HandlerRegistration, type ResourceEventHandler } from "./dispatcher.ts";
+export {
+  isResourceVersionTooLarge,
+  type Watcher,
+  watcher,
+  type WatcherEvent,
+  type WatcherOptions,
+  type WatcherState,
+  type WatcherStatus,
+} from "./watcher.ts";
+export { Reflector, reflector, type ReflectorOptions, type StoreChange } from "./reflector.ts";
 export {
   type IndexFunc,
   objectKey,

@@ -64,17 +64,39 @@ export class Checks {
 export const ping: Checker = () => {};
 
 /**
- * A readiness check over informers: every one has listed, and none is failing. A watch that is
- * backing off after an error makes the check fail with that error, naming the informer.
+ * A readiness check over informers: every one has listed, and none is stuck. An informer is
+ * stuck when its watch has kept failing for longer than its `unhealthyAfter` (it reports
+ * {@linkcode InformerHealth.stuck}); a short backoff after one dropped connection does not make
+ * a pod unready. Without a `stuck` report (health from elsewhere), any Backoff counts.
+ *
+ * @example
+ * ```ts
+ * import { informersReady } from "./healthz.ts";
+ *
+ * const check = informersReady(() => [
+ *   { description: "ConfigMap in default", state: "Backoff", synced: true, stuck: true,
+ *     lastError: "400 BadRequest", failingSince: Date.now() - 90_000, lists: 1, watches: 9 },
+ * ]);
+ * try {
+ *   check();
+ * } catch (err) {
+ *   console.log(String(err)); // Error: ConfigMap in default: watch failing (400 BadRequest) for 90 s
+ * }
+ * ```
  */
 export function informersReady(health: () => InformerHealth[]): Checker {
   return () => {
     const problems: string[] = [];
     for (const informer of health()) {
-      if (!informer.synced) problems.push(`${informer.description} has not synced`);
-      else if (informer.state === "Backoff") {
+      if (!informer.synced) {
+        const why = informer.lastError === undefined ? "" : ` (${informer.lastError})`;
+        problems.push(`${informer.description} has not synced${why}`);
+      } else if (informer.stuck ?? informer.state === "Backoff") {
+        const since = informer.failingSince === undefined
+          ? ""
+          : ` for ${Math.round((Date.now() - informer.failingSince) / 1000)} s`;
         problems.push(
-          `${informer.description}: watch failing (${informer.lastError ?? "unknown"})`,
+          `${informer.description}: watch failing (${informer.lastError ?? "unknown"})${since}`,
         );
       }
     }

@@ -57,8 +57,6 @@ const DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024;
 const EXCERPT_CHARS = 200;
 // 200 UTF-16 code units never take more than 600 bytes of UTF-8.
 const EXCERPT_BYTES = 800;
-// A buffer grown for one huge line is dropped afterwards rather than kept for the watch's life.
-const RETAINED_BUFFER_BYTES = 1024 * 1024;
 
 const NEWLINE = 0x0a;
 const EVENT_TYPES: ReadonlySet<string> = new Set<WatchEventType>([
@@ -68,11 +66,6 @@ const EVENT_TYPES: ReadonlySet<string> = new Set<WatchEventType>([
   "BOOKMARK",
   "ERROR",
 ]);
-
-// Not fatal: the API server writes valid UTF-8, and where bytes are broken anyway this matches
-// Go's encoding/json, which reads them as U+FFFD. A line cut inside a character is left
-// unterminated JSON, so it still fails to parse.
-const utf8 = new TextDecoder();
 
 /**
  * A watch stream line that is not a watch event: invalid JSON, JSON without a string `type`
@@ -177,15 +170,32 @@ async function* decode<T>(
   signal: AbortSignal | undefined,
   maxLineBytes: number,
 ): AsyncGenerator<WatchEvent<T>, void, undefined> {
-  const source = openSource(body);
+  const source = openSource(body, signal);
+  // Invalid UTF-8 is not fatal: the API server writes valid UTF-8, and where bytes are broken
+  // anyway this matches Go's encoding/json, which reads them as U+FFFD. A line cut inside a
+  // character is left unterminated JSON, so it still fails to parse.
+  // One streaming decoder per body: text is decoded once per chunk, not once per line. A
+  // character split across chunks is held back by the decoder, and 0x0a never occurs inside a
+  // multi-byte sequence, so the text's newlines are exactly the bytes' newlines.
+  const text = new TextDecoder();
   let ended = false;
   let failure: unknown;
-  const buffer = new LineBuffer();
+  /** Text of the unfinished line, in pieces (joined once, when its newline comes). */
+  let pieces: string[] = [];
+  /** Bytes of the unfinished line. */
+  let pendingBytes = 0;
   let lineNumber = 0;
+  const tooLong = (head: Uint8Array) =>
+    new WatchDecodeError(
+      `line is longer than ${maxLineBytes} bytes`,
+      lineNumber + 1,
+      excerptOf(pieces.join("") + text.decode(head.subarray(0, EXCERPT_BYTES), { stream: true })),
+    );
   try {
     signal?.throwIfAborted();
     while (true) {
-      const result = await abortable(source.next(), signal);
+      const result = await source.next();
+      signal?.throwIfAborted();
       if (result.done) {
         ended = true;
         break;
@@ -194,40 +204,64 @@ async function* decode<T>(
       if (!(chunk instanceof Uint8Array)) {
         throw new TypeError(`watch stream chunks must be Uint8Array, got ${typeof chunk}`);
       }
+      const firstNewline = chunk.indexOf(NEWLINE);
+      if (firstNewline === -1) {
+        if (pendingBytes + chunk.length > maxLineBytes) throw tooLong(chunk);
+        pendingBytes += chunk.length;
+        pieces.push(text.decode(chunk, { stream: true }));
+        continue;
+      }
+      if (pendingBytes + firstNewline > maxLineBytes) {
+        throw tooLong(chunk.subarray(0, firstNewline));
+      }
+      // Only a chunk longer than the limit can hold a whole line that is too long.
+      let byteNewline = chunk.length > maxLineBytes ? firstNewline : -1;
+      const decoded = text.decode(chunk, { stream: true });
       let start = 0;
-      while (start < chunk.length) {
-        // 0x0a never occurs inside a multi-byte UTF-8 sequence, so splitting bytes is safe.
-        const newline = chunk.indexOf(NEWLINE, start);
-        const end = newline === -1 ? chunk.length : newline;
-        if (buffer.length + (end - start) > maxLineBytes) {
-          throw new WatchDecodeError(
-            `line is longer than ${maxLineBytes} bytes`,
-            lineNumber + 1,
-            utf8.decode(buffer.head(chunk.subarray(start, end), EXCERPT_BYTES)),
-          );
-        }
-        if (newline === -1) {
-          buffer.append(chunk.subarray(start));
-          break;
-        }
+      for (
+        let newline = decoded.indexOf("\n");
+        newline !== -1;
+        newline = decoded.indexOf("\n", start)
+      ) {
         lineNumber++;
-        let line = chunk.subarray(start, newline);
-        if (buffer.length > 0) {
-          buffer.append(line);
-          line = buffer.view();
+        let line = decoded.slice(start, newline);
+        if (pieces.length > 0) {
+          pieces.push(line);
+          line = pieces.join("");
+          pieces = [];
         }
         start = newline + 1;
         const event = parseEvent<T>(line, lineNumber);
-        buffer.clear();
         if (event) {
           signal?.throwIfAborted();
           yield event;
         }
+        if (byteNewline !== -1) {
+          // The next line is whole in this chunk when its newline is: check it in bytes.
+          const next = chunk.indexOf(NEWLINE, byteNewline + 1);
+          if (next !== -1 && next - byteNewline - 1 > maxLineBytes) {
+            throw new WatchDecodeError(
+              `line is longer than ${maxLineBytes} bytes`,
+              lineNumber + 1,
+              excerptOf(decoded.slice(start, decoded.indexOf("\n", start))),
+            );
+          }
+          byteNewline = next;
+        }
       }
+      pendingBytes = chunk.length - chunk.lastIndexOf(NEWLINE) - 1;
+      if (pendingBytes > maxLineBytes) {
+        throw new WatchDecodeError(
+          `line is longer than ${maxLineBytes} bytes`,
+          lineNumber + 1,
+          excerptOf(decoded.slice(start, start + EXCERPT_CHARS)),
+        );
+      }
+      if (start < decoded.length) pieces.push(decoded.slice(start));
     }
-    if (buffer.length > 0) {
-      const event = parseEvent<T>(buffer.view(), lineNumber + 1);
-      buffer.clear();
+    const last = pieces.join("") + text.decode();
+    if (pendingBytes > 0 || last.length > 0) {
+      const event = parseEvent<T>(last, lineNumber + 1);
       if (event) {
         signal?.throwIfAborted();
         yield event;
@@ -242,13 +276,13 @@ async function* decode<T>(
 }
 
 /** Parses one line; `undefined` for a blank line. */
-function parseEvent<T>(bytes: Uint8Array, lineNumber: number): WatchEvent<T> | undefined {
+function parseEvent<T>(line: string, lineNumber: number): WatchEvent<T> | undefined {
   let start = 0;
-  let end = bytes.length;
-  while (start < end && isBlank(bytes[start])) start++;
-  while (end > start && isBlank(bytes[end - 1])) end--;
+  let end = line.length;
+  while (start < end && isBlank(line.charCodeAt(start))) start++;
+  while (end > start && isBlank(line.charCodeAt(end - 1))) end--;
   if (start === end) return undefined;
-  const text = utf8.decode(bytes.subarray(start, end));
+  const text = start === 0 && end === line.length ? line : line.slice(start, end);
 
   let value: unknown;
   try {
@@ -291,49 +325,8 @@ function excerptOf(text: string): string {
 
 function ignore(): void {}
 
-/** The bytes of the line being assembled from several chunks. */
-class LineBuffer {
-  #bytes = new Uint8Array(0);
-  #length = 0;
-
-  get length(): number {
-    return this.#length;
-  }
-
-  // Doubling keeps a line that arrives in many small chunks linear in copying, and, unlike a
-  // list of pieces, costs nothing per chunk when chunks are a few bytes each.
-  append(part: Uint8Array): void {
-    const needed = this.#length + part.length;
-    if (needed > this.#bytes.length) {
-      const grown = new Uint8Array(Math.max(needed, this.#bytes.length * 2, 4096));
-      grown.set(this.#bytes.subarray(0, this.#length));
-      this.#bytes = grown;
-    }
-    // Copied, never kept by reference: a producer may reuse its chunk buffers.
-    this.#bytes.set(part, this.#length);
-    this.#length = needed;
-  }
-
-  view(): Uint8Array {
-    return this.#bytes.subarray(0, this.#length);
-  }
-
-  /** The first `max` bytes of the buffer followed by `next`. */
-  head(next: Uint8Array, max: number): Uint8Array {
-    const own = this.view().subarray(0, max);
-    const head = new Uint8Array(Math.min(max, own.length + next.length));
-    head.set(own);
-    head.set(next.subarray(0, head.length - own.length), own.length);
-    return head;
-  }
-
-  clear(): void {
-    this.#length = 0;
-    if (this.#bytes.length > RETAINED_BUFFER_BYTES) this.#bytes = new Uint8Array(0);
-  }
-}
-
 interface ChunkSource {
+  /** The next chunk; after an abort, a pending read ends (done) or rejects at once. */
   next(): Promise<{ done?: boolean; value?: Uint8Array }>;
   /** Releases the body; with `cancel`, also stops it, without waiting for it to stop. */
   close(cancel?: { reason: unknown }): void;
@@ -341,12 +334,18 @@ interface ChunkSource {
 
 function openSource(
   body: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>,
+  signal: AbortSignal | undefined,
 ): ChunkSource {
   if (typeof (body as ReadableStream<Uint8Array>).getReader === "function") {
     const reader = (body as ReadableStream<Uint8Array>).getReader();
+    // One listener for the whole body, not a wrapper per read: cancelling the stream ends the
+    // pending read at once, and the decoder then sees the signal.
+    const onAbort = () => reader.cancel(signal!.reason).catch(ignore);
+    signal?.addEventListener("abort", onAbort, { once: true });
     return {
       next: () => reader.read(),
       close(cancel) {
+        signal?.removeEventListener("abort", onAbort);
         // cancel() resolves a pending read at once, so releasing the lock is safe after it.
         if (cancel) reader.cancel(cancel.reason).catch(ignore);
         try {
@@ -357,9 +356,11 @@ function openSource(
       },
     };
   }
+  // A plain iterator's pending next() cannot be ended from outside, so each read races the
+  // signal (bodies from fetch are ReadableStreams; iterables come from tests and adapters).
   const iterator = (body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
   return {
-    next: () => iterator.next(),
+    next: () => abortable(iterator.next(), signal),
     close(cancel) {
       if (!cancel) return;
       try {

@@ -1,6 +1,7 @@
 // A small HTTP server that speaks just enough of the Kubernetes list/watch protocol for one
 // collection of ConfigMaps, with hooks to misbehave: refuse streaming lists, send malformed
-// lines, go silent, expire resourceVersions. The informer's unit tests use it for the failures
+// lines, go silent, expire resourceVersions, refuse resourceVersions it cannot serve (400 for
+// one that is not a number, 504 ResourceVersionTooLarge for one from its future). The informer's unit tests use it for the failures
 // a real API server cannot be made to produce on demand; everything else is tested against
 // the real one.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -23,7 +24,12 @@ interface OpenWatch {
   response: ServerResponse;
   /** Events newer than this are sent. */
   sentUpTo: number;
+  /** A stalled watch is kept open but sent nothing more. */
+  stalled: boolean;
 }
+
+/** What the watch that received `injectLines` does next. */
+export type AfterInject = "continue" | "stall" | "end" | "destroy";
 
 export const NAMESPACE = "ns";
 export const COLLECTION = `/api/v1/namespaces/${NAMESPACE}/configmaps`;
@@ -39,8 +45,21 @@ export class FakeWatchServer {
   compactedBelow = 0;
   /** Answer `sendInitialEvents` with 400, as a server without WatchList does. */
   refuseStreamingList = false;
-  /** Raw lines sent at the start of the next watch (after the initial events, if any). */
-  injectLines: string[] = [];
+  /**
+   * Raw lines sent at the start of the next watch (after the initial events, if any). Strings
+   * get a `\n`; byte arrays are written as they are, so they may end mid-line.
+   */
+  injectLines: (string | Uint8Array)[] = [];
+  /** What that watch does after the injected lines. */
+  afterInject: AfterInject = "continue";
+  /** How many watches have received injected lines. */
+  injections = 0;
+  /** Refuse watches from a resourceVersion it cannot serve with an ERROR event, not a status. */
+  refuseInStream = false;
+  /** Answer every request with this status until cleared (a persistent refusal). */
+  refuseAll: { code: number; reason: string } | undefined;
+  /** Every watch that is not a streaming list ends at once, sending nothing. */
+  endWatchesAtOnce = false;
   /** The next watch sends nothing at all and never ends. */
   stallNextWatch = false;
   /** Status codes to answer the next requests with (then normal service resumes). */
@@ -71,6 +90,11 @@ export class FakeWatchServer {
 
   get resourceVersion(): number {
     return this.#rv;
+  }
+
+  /** How many watch connections are open. */
+  get openWatches(): number {
+    return this.#watches.size;
   }
 
   /** Ends every open watch, as a server timeout does. */
@@ -128,7 +152,7 @@ export class FakeWatchServer {
   }
 
   #send(watch: OpenWatch, entry: HistoryEntry): void {
-    if (entry.rv <= watch.sentUpTo) return;
+    if (entry.rv <= watch.sentUpTo || watch.stalled) return;
     watch.sentUpTo = entry.rv;
     watch.response.write(JSON.stringify({ type: entry.type, object: entry.object }) + "\n");
   }
@@ -152,6 +176,9 @@ export class FakeWatchServer {
   #handle(req: IncomingMessage, res: ServerResponse): void {
     const url = new URL(req.url ?? "/", this.base);
     this.requests.push({ method: req.method ?? "GET", url, accept: req.headers.accept });
+    if (this.refuseAll) {
+      return this.#status(res, this.refuseAll.code, this.refuseAll.reason, "refused");
+    }
     const failure = this.failNext.shift();
     if (failure) {
       return this.#status(
@@ -168,13 +195,19 @@ export class FakeWatchServer {
     if (query.get("sendInitialEvents") === "true" && this.refuseStreamingList) {
       return this.#status(res, 400, "BadRequest", "sendInitialEvents is not supported");
     }
+    const from = query.get("resourceVersion") ?? "0";
+    if (query.get("sendInitialEvents") !== "true" && this.#refuseResourceVersion(res, from)) return;
     res.writeHead(200, { "Content-Type": "application/json" });
     res.flushHeaders();
+    if (this.endWatchesAtOnce && query.get("sendInitialEvents") !== "true") {
+      res.end();
+      return;
+    }
     if (this.stallNextWatch) {
       this.stallNextWatch = false;
       return; // Headers sent, then nothing: a dead connection that never closes.
     }
-    const watch: OpenWatch = { response: res, sentUpTo: this.#rv };
+    const watch: OpenWatch = { response: res, sentUpTo: this.#rv, stalled: false };
     if (query.get("sendInitialEvents") === "true") {
       for (const object of this.objects.values()) {
         res.write(JSON.stringify({ type: "ADDED", object }) + "\n");
@@ -193,8 +226,7 @@ export class FakeWatchServer {
         }) + "\n",
       );
     } else {
-      const from = Number(query.get("resourceVersion") ?? "0");
-      if (from < this.compactedBelow) {
+      if (Number(from) < this.compactedBelow) {
         res.end(
           JSON.stringify({
             type: "ERROR",
@@ -210,12 +242,55 @@ export class FakeWatchServer {
         );
         return;
       }
-      watch.sentUpTo = from;
+      watch.sentUpTo = Number(from);
       for (const entry of this.history) this.#send(watch, entry);
     }
-    for (const line of this.injectLines.splice(0)) res.write(line + "\n");
     this.#watches.add(watch);
     res.on("close", () => this.#watches.delete(watch));
+    if (this.injectLines.length > 0) {
+      this.injections++;
+      for (const line of this.injectLines.splice(0)) {
+        res.write(typeof line === "string" ? line + "\n" : line);
+      }
+      const after = this.afterInject;
+      this.afterInject = "continue";
+      if (after === "stall") watch.stalled = true;
+      else if (after === "end") res.end();
+      else if (after === "destroy") res.destroy();
+    }
+  }
+
+  /**
+   * Refuses a watch from a resourceVersion this server cannot serve, as the API server does:
+   * 400 for one that is not a number, 504 with cause ResourceVersionTooLarge for one newer
+   * than its newest. True when it refused.
+   */
+  #refuseResourceVersion(res: ServerResponse, from: string): boolean {
+    const rv = Number(from);
+    let status: { code: number; [key: string]: unknown } | undefined;
+    if (!/^\d+$/.test(from)) {
+      status = { code: 400, reason: "BadRequest", message: `invalid resource version: ${from}` };
+    } else if (rv > this.#rv) {
+      status = {
+        code: 504,
+        reason: "Timeout",
+        message: `Too large resource version: ${rv}, current: ${this.#rv}`,
+        details: {
+          causes: [{ reason: "ResourceVersionTooLarge", message: "Too large resource version" }],
+          retryAfterSeconds: 1,
+        },
+      };
+    }
+    if (!status) return false;
+    const body = { kind: "Status", apiVersion: "v1", status: "Failure", ...status };
+    if (this.refuseInStream) {
+      res.writeHead(200, { "Content-Type": "application/json" });
+      res.end(JSON.stringify({ type: "ERROR", object: body }) + "\n");
+    } else {
+      res.writeHead(status.code, { "Content-Type": "application/json" });
+      res.end(JSON.stringify(body));
+    }
+    return true;
   }
 
   #list(res: ServerResponse, query: URLSearchParams): void {

@@ -72,6 +72,28 @@ describe("health probes", () => {
     list = [informer({})];
     await check();
   });
+
+  it(
+    "fail readiness only for an informer stuck past its threshold, naming it",
+    { timeout: 5000 },
+    async () => {
+      const failingSince = Date.now() - 90_000;
+      let list: InformerHealth[] = [
+        informer({ state: "Backoff", lastError: "reset", failingSince, stuck: false }),
+      ];
+      const check = informersReady(() => list);
+      await check();
+      list = [
+        informer({ state: "Watching", lastError: "400 BadRequest", failingSince, stuck: true }),
+      ];
+      await assert.rejects(
+        async () => await check(),
+        /^Error: ConfigMap: watch failing \(400 BadRequest\) for 9\d s$/,
+      );
+      list = [informer({ synced: false, state: "Backoff", lastError: "403 Forbidden" })];
+      await assert.rejects(async () => await check(), /ConfigMap has not synced \(403 Forbidden\)/);
+    },
+  );
 });
 
 describe("serve", () => {

@@ -12,6 +12,9 @@ import { FakeWatchServer, NAMESPACE } from "../support/fake_watch_server.ts";
 import { eventually } from "../support/eventually.ts";
 import { captureLogs } from "../support/logs.ts";
 
+/** Every test and hook states its timeout: Bun's default of 5 s is too short on a busy machine. */
+const T = { timeout: 30_000 };
+
 type CM = ConfigMap;
 
 function contents(informer: Informer<CM>): Record<string, string | undefined> {
@@ -24,7 +27,7 @@ function serverContents(server: FakeWatchServer): Record<string, string | undefi
   return Object.fromEntries([...server.objects.values()].map((o) => [o.metadata.name, o.data?.v]));
 }
 
-describe("Informer", () => {
+describe("Informer", T, () => {
   let server: FakeWatchServer;
   let rest: RestClient;
   let stop: AbortController;
@@ -34,10 +37,10 @@ describe("Informer", () => {
 
   before(async () => {
     logs = await captureLogs();
-  });
+  }, T);
   after(async () => {
     await logs.stop();
-  });
+  }, T);
 
   beforeEach(async () => {
     server = new FakeWatchServer();
@@ -45,7 +48,7 @@ describe("Informer", () => {
     rest = new RestClient(server.config(), { maxRetries: 0 });
     stop = new AbortController();
     logs.records.length = 0;
-  });
+  }, T);
 
   afterEach(async () => {
     stop.abort();
@@ -53,7 +56,7 @@ describe("Informer", () => {
     running = undefined;
     rest.close();
     await server.stop();
-  });
+  }, T);
 
   function start(options: InformerOptions<CM> = {}): Informer<CM> {
     const informer = new Informer(rest, ConfigMap, {
@@ -65,7 +68,7 @@ describe("Informer", () => {
     return informer;
   }
 
-  it("lists with a streaming list, then applies watch events in order", async () => {
+  it("lists with a streaming list, then applies watch events in order", T, async () => {
     server.put("a", { v: "1" });
     server.put("b", { v: "1" });
     const informer = start();
@@ -90,68 +93,80 @@ describe("Informer", () => {
     assert.ok(Object.isFrozen(stored) && Object.isFrozen(stored.data));
   });
 
-  it("falls back to a paged list when the server refuses streaming lists, and remembers", async () => {
-    server.refuseStreamingList = true;
-    for (let i = 0; i < 7; i++) server.put(`o${i}`, { v: "1" });
-    const informer = start({ pageSize: 3 });
-    await informer.waitForSync();
-    assert.equal(informer.store.size, 7);
-    const lists = server.requests.filter((r) => r.url.searchParams.get("watch") !== "true");
-    assert.deepEqual(lists.map((r) => r.url.searchParams.get("continue") ?? ""), ["", "3", "6"]);
-    assert.ok(lists.every((r) => r.url.searchParams.get("limit") === "3"));
-    // List items have no apiVersion and kind; the informer fills them in.
-    assert.equal(informer.store.get(`${NAMESPACE}/o0`)!.apiVersion, "v1");
-    server.put("late", { v: "1" });
-    await eventually("the watch after the paged list delivers", () => informer.store.size === 8);
-    server.closeWatches();
-    server.put("later", { v: "1" });
-    await eventually("the next watch resumes", () => informer.store.size === 9);
-    const streamingTries = server.requests.filter((r) =>
-      r.url.searchParams.get("sendInitialEvents")
-    );
-    assert.equal(streamingTries.length, 1, "streaming lists are not tried again");
-  });
+  it(
+    "falls back to a paged list when the server refuses streaming lists, and remembers",
+    T,
+    async () => {
+      server.refuseStreamingList = true;
+      for (let i = 0; i < 7; i++) server.put(`o${i}`, { v: "1" });
+      const informer = start({ pageSize: 3 });
+      await informer.waitForSync();
+      assert.equal(informer.store.size, 7);
+      const lists = server.requests.filter((r) => r.url.searchParams.get("watch") !== "true");
+      assert.deepEqual(lists.map((r) => r.url.searchParams.get("continue") ?? ""), ["", "3", "6"]);
+      assert.ok(lists.every((r) => r.url.searchParams.get("limit") === "3"));
+      // List items have no apiVersion and kind; the informer fills them in.
+      assert.equal(informer.store.get(`${NAMESPACE}/o0`)!.apiVersion, "v1");
+      server.put("late", { v: "1" });
+      await eventually("the watch after the paged list delivers", () => informer.store.size === 8);
+      server.closeWatches();
+      server.put("later", { v: "1" });
+      await eventually("the next watch resumes", () => informer.store.size === 9);
+      const streamingTries = server.requests.filter((r) =>
+        r.url.searchParams.get("sendInitialEvents")
+      );
+      assert.equal(streamingTries.length, 1, "streaming lists are not tried again");
+    },
+  );
 
-  it("restarts the watch after a malformed line, from the last good resourceVersion, losing nothing", async () => {
-    server.put("a", { v: "1" });
-    server.injectLines = ['{"type":"MODIFIED","object":{"metadata"', "not json at all"];
-    const informer = start();
-    await informer.waitForSync();
-    await eventually(
-      "the decode error is logged",
-      () =>
-        records().some((r) =>
-          /watch stream line \d+: invalid JSON/.test(String(r.properties.error))
-        ),
-    );
-    server.put("b", { v: "1" });
-    server.put("a", { v: "2" });
-    await eventually(
-      "the store converges",
-      () => JSON.stringify(contents(informer)) === JSON.stringify(serverContents(server)),
-    );
-    assert.equal(informer.health().lists, 1, "a broken line restarts the watch, not the list");
-    assert.ok(informer.health().watches >= 2);
-  });
+  it(
+    "restarts the watch after a malformed line, from the last good resourceVersion, losing nothing",
+    T,
+    async () => {
+      server.put("a", { v: "1" });
+      server.injectLines = ['{"type":"MODIFIED","object":{"metadata"', "not json at all"];
+      const informer = start();
+      await informer.waitForSync();
+      await eventually(
+        "the decode error is logged",
+        () =>
+          records().some((r) =>
+            /watch stream line \d+: invalid JSON/.test(String(r.properties.error))
+          ),
+      );
+      server.put("b", { v: "1" });
+      server.put("a", { v: "2" });
+      await eventually(
+        "the store converges",
+        () => JSON.stringify(contents(informer)) === JSON.stringify(serverContents(server)),
+      );
+      assert.equal(informer.health().lists, 1, "a broken line restarts the watch, not the list");
+      assert.ok(informer.health().watches >= 2);
+    },
+  );
 
-  it("takes a silent connection for dead after the idle deadline and watches again", async () => {
-    server.put("a", { v: "1" });
-    const informer = start({ idleTimeout: 200 });
-    await informer.waitForSync();
-    server.closeWatches();
-    server.stallNextWatch = true;
-    server.put("b", { v: "1" });
-    await eventually(
-      "the stalled watch is replaced and catches up",
-      () => informer.store.size === 2,
-    );
-    assert.ok(
-      records().some((r) => /no event for/.test(String(r.properties.error))),
-      "the idle deadline is logged",
-    );
-  });
+  it(
+    "takes a silent connection for dead after the idle deadline and watches again",
+    T,
+    async () => {
+      server.put("a", { v: "1" });
+      const informer = start({ idleTimeout: 200 });
+      await informer.waitForSync();
+      server.closeWatches();
+      server.stallNextWatch = true;
+      server.put("b", { v: "1" });
+      await eventually(
+        "the stalled watch is replaced and catches up",
+        () => informer.store.size === 2,
+      );
+      assert.ok(
+        records().some((r) => /no event for/.test(String(r.properties.error))),
+        "the idle deadline is logged",
+      );
+    },
+  );
 
-  it("relists on 410 Gone, swapping the store and telling handlers what changed", async () => {
+  it("relists on 410 Gone, swapping the store and telling handlers what changed", T, async () => {
     server.put("keep", { v: "1" });
     server.put("change", { v: "1" });
     server.put("vanish", { v: "1" });
@@ -188,7 +203,7 @@ describe("Informer", () => {
     assert.equal(informer.health().lists, 2);
   });
 
-  it("backs off after server errors, honours Retry-After on 429, and recovers", async () => {
+  it("backs off after server errors, honours Retry-After on 429, and recovers", T, async () => {
     server.put("a", { v: "1" });
     server.failNext = [{ code: 500 }, { code: 429, retryAfter: 0 }, { code: 503 }];
     const informer = start();
@@ -199,7 +214,7 @@ describe("Informer", () => {
     assert.equal(informer.health().lastError, undefined);
   });
 
-  it("keeps reading while a handler is slow, and survives a handler that throws", async () => {
+  it("keeps reading while a handler is slow, and survives a handler that throws", T, async () => {
     const informer = start();
     let slowCalls = 0;
     let release!: () => void;
@@ -234,7 +249,7 @@ describe("Informer", () => {
     release();
   });
 
-  it("gives a handler added late the existing objects first, and reports its sync", async () => {
+  it("gives a handler added late the existing objects first, and reports its sync", T, async () => {
     server.put("a", { v: "1" });
     server.put("b", { v: "1" });
     const informer = start();
@@ -252,7 +267,7 @@ describe("Informer", () => {
     assert.equal(adds.length, 2, "a removed handler hears nothing more");
   });
 
-  it("re-delivers every object as an update on each resync", async () => {
+  it("re-delivers every object as an update on each resync", T, async () => {
     server.put("a", { v: "1" });
     const informer = start({ resyncPeriod: 50 });
     const updates: DeepReadonly<CM>[][] = [];
@@ -262,7 +277,7 @@ describe("Informer", () => {
     assert.equal(updates[0][0], updates[0][1], "a resync's old and new are the same object");
   });
 
-  it("asks for metadata only with the PartialObjectMetadata Accept header", async () => {
+  it("asks for metadata only with the PartialObjectMetadata Accept header", T, async () => {
     server.refuseStreamingList = true;
     server.put("a", { v: "1" });
     const informer = start({ metadataOnly: true });
@@ -274,7 +289,7 @@ describe("Informer", () => {
     assert.equal(informer.store.get(`${NAMESPACE}/a`)!.kind, "ConfigMap");
   });
 
-  it("refuses to run twice and stops when its signal aborts", async () => {
+  it("refuses to run twice and stops when its signal aborts", T, async () => {
     const informer = start();
     await informer.waitForSync();
     await assert.rejects(informer.run(stop.signal), /already running/);

@@ -9,6 +9,9 @@ import {
   type WatchEvent,
 } from "../../lib/kube/watch.ts";
 
+/** Every test and hook states its timeout: Bun's default of 5 s is too short on a busy machine. */
+const T = { timeout: 30_000 };
+
 const encoder = new TextEncoder();
 const fixture = new Uint8Array(
   await readFile(new URL("../fixtures/watch-stream.ndjson", import.meta.url)),
@@ -112,8 +115,8 @@ function splitsCharacter(bytes: Uint8Array, at: number): boolean {
   return at > 0 && at < bytes.length && (bytes[at] & 0xc0) === 0x80;
 }
 
-describe("decodeWatchStream", () => {
-  it("decodes the recorded stream into the events JSON.parse gives line by line", async () => {
+describe("decodeWatchStream", T, () => {
+  it("decodes the recorded stream into the events JSON.parse gives line by line", T, async () => {
     const events = await collect(decodeWatchStream(streamOf([fixture])));
 
     assert.deepEqual(events, fixtureEvents);
@@ -145,32 +148,36 @@ describe("decodeWatchStream", () => {
     }
   });
 
-  it("gives the same events for 300 seeded random chunkings, 1-byte chunks included", async () => {
-    let characterSplits = 0;
-    for (let seed = 1; seed <= 300; seed++) {
-      const random = mulberry32(seed);
-      // Mix tiny, small and large chunks so boundaries land everywhere.
-      const style = seed % 4;
-      const chunks = chunk(fixture, () => {
-        if (style === 0) return 1;
-        if (style === 1) return 1 + Math.floor(random() * 4);
-        if (style === 2) return 1 + Math.floor(random() * 64);
-        return 1 + Math.floor(random() * fixture.length);
-      });
-      let at = 0;
-      for (const c of chunks) {
-        at += c.length;
-        if (splitsCharacter(fixture, at)) characterSplits++;
+  it(
+    "gives the same events for 300 seeded random chunkings, 1-byte chunks included",
+    T,
+    async () => {
+      let characterSplits = 0;
+      for (let seed = 1; seed <= 300; seed++) {
+        const random = mulberry32(seed);
+        // Mix tiny, small and large chunks so boundaries land everywhere.
+        const style = seed % 4;
+        const chunks = chunk(fixture, () => {
+          if (style === 0) return 1;
+          if (style === 1) return 1 + Math.floor(random() * 4);
+          if (style === 2) return 1 + Math.floor(random() * 64);
+          return 1 + Math.floor(random() * fixture.length);
+        });
+        let at = 0;
+        for (const c of chunks) {
+          at += c.length;
+          if (splitsCharacter(fixture, at)) characterSplits++;
+        }
+        const body = seed % 2 === 0 ? streamOf(chunks) : iterableOf(chunks);
+        const events = await collect(decodeWatchStream(body));
+        assert.deepEqual(events, fixtureEvents, `seed ${seed}`);
       }
-      const body = seed % 2 === 0 ? streamOf(chunks) : iterableOf(chunks);
-      const events = await collect(decodeWatchStream(body));
-      assert.deepEqual(events, fixtureEvents, `seed ${seed}`);
-    }
-    // Proves the chunkings exercised the hard case, not only ASCII boundaries.
-    assert.ok(characterSplits > 1000, `only ${characterSplits} splits inside characters`);
-  });
+      // Proves the chunkings exercised the hard case, not only ASCII boundaries.
+      assert.ok(characterSplits > 1000, `only ${characterSplits} splits inside characters`);
+    },
+  );
 
-  it("gives the same events for a split at every byte offset", async () => {
+  it("gives the same events for a split at every byte offset", T, async () => {
     for (let at = 1; at < fixture.length; at++) {
       const chunks = [fixture.subarray(0, at), fixture.subarray(at)];
       const events = await collect(decodeWatchStream(iterableOf(chunks)));
@@ -178,7 +185,7 @@ describe("decodeWatchStream", () => {
     }
   });
 
-  it("decodes a 3 MB line with multi-byte characters split into many chunks", async () => {
+  it("decodes a 3 MB line with multi-byte characters split into many chunks", T, async () => {
     const unit = "日本語 é 🚀 ascii ";
     const value = unit.repeat(Math.ceil(3_000_000 / encoder.encode(unit).length));
     const event: WatchEvent = {
@@ -200,7 +207,7 @@ describe("decodeWatchStream", () => {
     assert.deepEqual(events, [event, small]);
   });
 
-  it("completes on 8 MB of lines fed in 64-byte chunks (no quadratic buffering)", async () => {
+  it("completes on 8 MB of lines fed in 64-byte chunks (no quadratic buffering)", T, async () => {
     const line = encodeWatchEvent({
       type: "ADDED",
       object: { metadata: { name: "x" }, data: { v: "é".repeat(2_000_000) } },
@@ -211,25 +218,29 @@ describe("decodeWatchStream", () => {
     assert.equal((events[1].object as { data: { v: string } }).data.v.length, 2_000_000);
   });
 
-  it("accepts \\r\\n endings, skips blank lines and decodes a last line without newline", async () => {
-    const a = { type: "ADDED", object: { metadata: { name: "a" } } };
-    const b = { type: "MODIFIED", object: { metadata: { name: "b" } } };
-    const c = { type: "DELETED", object: { metadata: { name: "c" } } };
-    const text = `${JSON.stringify(a)}\r\n\r\n\n  \t \r\n${JSON.stringify(b)}\r\n\n` +
-      JSON.stringify(c);
-    for (const size of [1, 2, 3, 7, text.length]) {
-      const chunks = chunk(encoder.encode(text), () => size);
-      const events = await collect(decodeWatchStream(streamOf(chunks)));
-      assert.deepEqual(events, [a, b, c], `chunk size ${size}`);
-    }
-  });
+  it(
+    "accepts \\r\\n endings, skips blank lines and decodes a last line without newline",
+    T,
+    async () => {
+      const a = { type: "ADDED", object: { metadata: { name: "a" } } };
+      const b = { type: "MODIFIED", object: { metadata: { name: "b" } } };
+      const c = { type: "DELETED", object: { metadata: { name: "c" } } };
+      const text = `${JSON.stringify(a)}\r\n\r\n\n  \t \r\n${JSON.stringify(b)}\r\n\n` +
+        JSON.stringify(c);
+      for (const size of [1, 2, 3, 7, text.length]) {
+        const chunks = chunk(encoder.encode(text), () => size);
+        const events = await collect(decodeWatchStream(streamOf(chunks)));
+        assert.deepEqual(events, [a, b, c], `chunk size ${size}`);
+      }
+    },
+  );
 
-  it("yields nothing for an empty body or one of blank lines", async () => {
+  it("yields nothing for an empty body or one of blank lines", T, async () => {
     assert.deepEqual(await collect(decodeWatchStream(streamOf([]))), []);
     assert.deepEqual(await collect(decodeWatchStream(iterableOf(bytesOf("\n\r\n  \n")))), []);
   });
 
-  it("yields ERROR events and keeps decoding after them", async () => {
+  it("yields ERROR events and keeps decoding after them", T, async () => {
     const error = {
       type: "ERROR",
       object: { kind: "Status", status: "Failure", reason: "Expired", code: 410 },
@@ -239,29 +250,33 @@ describe("decodeWatchStream", () => {
     assert.deepEqual(await collect(decodeWatchStream(body)), [error, after]);
   });
 
-  it("throws WatchDecodeError with line number and excerpt after the events before it", async () => {
-    const good = '{"type":"ADDED","object":{"metadata":{"name":"a"}}}';
-    const recorded = newRecord();
-    const body = streamOf(
-      chunk(encoder.encode(`${good}\r\n\n${good}\n{"type":"ADDED",oops}\r\n${good}\n`), () => 5),
-      recorded,
-    );
-    const { events, error } = await drain(decodeWatchStream(body));
+  it(
+    "throws WatchDecodeError with line number and excerpt after the events before it",
+    T,
+    async () => {
+      const good = '{"type":"ADDED","object":{"metadata":{"name":"a"}}}';
+      const recorded = newRecord();
+      const body = streamOf(
+        chunk(encoder.encode(`${good}\r\n\n${good}\n{"type":"ADDED",oops}\r\n${good}\n`), () => 5),
+        recorded,
+      );
+      const { events, error } = await drain(decodeWatchStream(body));
 
-    assert.equal(events.length, 2);
-    assert.ok(error instanceof WatchDecodeError);
-    assert.equal(error.name, "WatchDecodeError");
-    assert.equal(error.line, 4);
-    assert.equal(error.excerpt, '{"type":"ADDED",oops}');
-    assert.ok(error.cause instanceof SyntaxError);
-    assert.match(error.message, /^watch stream line 4: invalid JSON: /);
-    assert.ok(error.message.includes(error.cause.message));
-    // The connection is closed: the informer will start a new watch.
-    assert.equal(recorded.cancelled, true);
-    assert.equal(recorded.reason, error);
-  });
+      assert.equal(events.length, 2);
+      assert.ok(error instanceof WatchDecodeError);
+      assert.equal(error.name, "WatchDecodeError");
+      assert.equal(error.line, 4);
+      assert.equal(error.excerpt, '{"type":"ADDED",oops}');
+      assert.ok(error.cause instanceof SyntaxError);
+      assert.match(error.message, /^watch stream line 4: invalid JSON: /);
+      assert.ok(error.message.includes(error.cause.message));
+      // The connection is closed: the informer will start a new watch.
+      assert.equal(recorded.cancelled, true);
+      assert.equal(recorded.reason, error);
+    },
+  );
 
-  it("rejects lines that are JSON but not watch events", async () => {
+  it("rejects lines that are JSON but not watch events", T, async () => {
     const cases = [
       "[1,2]",
       '"ADDED"',
@@ -282,7 +297,7 @@ describe("decodeWatchStream", () => {
     }
   });
 
-  it("rejects an unknown event type, naming it", async () => {
+  it("rejects an unknown event type, naming it", T, async () => {
     const line = '{"type":"UPDATED","object":{}}';
     const { error } = await drain(decodeWatchStream(streamOf(bytesOf(`${line}\n`))));
     assert.ok(error instanceof WatchDecodeError);
@@ -290,7 +305,7 @@ describe("decodeWatchStream", () => {
     assert.match(error.message, /unknown watch event type "UPDATED"/);
   });
 
-  it("keeps the excerpt to 200 characters without splitting an emoji", async () => {
+  it("keeps the excerpt to 200 characters without splitting an emoji", T, async () => {
     const prefix = '{"type":"ADDED","object":{"data":"';
     const long = `${prefix}${"x".repeat(199 - prefix.length)}${"🚀".repeat(20)}`;
     const { error } = await drain(decodeWatchStream(streamOf(bytesOf(`${long}\n`))));
@@ -306,7 +321,7 @@ describe("decodeWatchStream", () => {
     assert.equal(other.error.excerpt, plain.slice(0, 200));
   });
 
-  it("enforces maxLineBytes in bytes, before the line ends", async () => {
+  it("enforces maxLineBytes in bytes, before the line ends", T, async () => {
     const line = encodeWatchEvent({ type: "ADDED", object: { v: "日本" } }).trimEnd();
     const size = encoder.encode(line).length;
     const ok = await collect(decodeWatchStream(streamOf(bytesOf(`${line}\n`)), {
@@ -344,13 +359,36 @@ describe("decodeWatchStream", () => {
     assert.ok(recorded.reads <= 12, `read ${recorded.reads} chunks`);
   });
 
-  it("refuses a maxLineBytes that is not positive", () => {
+  it("enforces maxLineBytes on lines inside one chunk, after the events before them", {
+    timeout: 10_000,
+  }, async () => {
+    const short = encodeWatchEvent({ type: "ADDED", object: { v: "a" } });
+    const limit = short.length + 10;
+    const long = `{"type":"ADDED","object":{"v":"${"b".repeat(limit)}"}}\n`;
+    for (
+      const [body, line] of [[short + long + short, 2], [
+        short + short + long.trimEnd(),
+        3,
+      ]] as const
+    ) {
+      const { events, error } = await drain(
+        decodeWatchStream(streamOf([encoder.encode(body)]), { maxLineBytes: limit }),
+      );
+      assert.equal(events.length, line - 1, "the events before the long line come first");
+      assert.ok(error instanceof WatchDecodeError);
+      assert.equal(error.line, line);
+      assert.match(error.message, /longer than/);
+      assert.ok(long.startsWith(error.excerpt));
+    }
+  });
+
+  it("refuses a maxLineBytes that is not positive", T, () => {
     for (const maxLineBytes of [0, -1, Number.NaN]) {
       assert.throws(() => decodeWatchStream(streamOf([]), { maxLineBytes }), RangeError);
     }
   });
 
-  it("cancels a ReadableStream body when the consumer breaks out early", async () => {
+  it("cancels a ReadableStream body when the consumer breaks out early", T, async () => {
     const recorded = newRecord();
     const body = streamOf(chunk(fixture, () => 100), recorded);
     const seen: string[] = [];
@@ -363,7 +401,7 @@ describe("decodeWatchStream", () => {
     assert.equal(body.locked, false);
   });
 
-  it("returns an AsyncIterable body's iterator when the consumer calls return()", async () => {
+  it("returns an AsyncIterable body's iterator when the consumer calls return()", T, async () => {
     const recorded = newRecord();
     const events = decodeWatchStream(iterableOf(chunk(fixture, () => 100), recorded));
     const first = await events.next();
@@ -373,7 +411,7 @@ describe("decodeWatchStream", () => {
     assert.deepEqual(await events.next(), { done: true, value: undefined });
   });
 
-  it("leaves a body that ended alone", async () => {
+  it("leaves a body that ended alone", T, async () => {
     const recorded = newRecord();
     const body = streamOf([fixture], recorded);
     await collect(decodeWatchStream(body));
@@ -381,36 +419,40 @@ describe("decodeWatchStream", () => {
     assert.equal(body.locked, false);
   });
 
-  it("throws the abort reason and cancels the body when the signal aborts a pending read", async () => {
-    const recorded = newRecord();
-    const line = encoder.encode('{"type":"ADDED","object":{"metadata":{"name":"a"}}}\n');
-    let served = false;
-    // Serves one line, then stays silent like a quiet watch.
-    const body = new ReadableStream<Uint8Array>({
-      pull(controller) {
-        if (served) return new Promise<void>(() => {});
-        served = true;
-        controller.enqueue(line);
-      },
-      cancel(reason) {
-        recorded.cancelled = true;
-        recorded.reason = reason;
-      },
-    });
-    const controller = new AbortController();
-    const events = decodeWatchStream(body, { signal: controller.signal });
-    assert.equal((await events.next()).done, false);
+  it(
+    "throws the abort reason and cancels the body when the signal aborts a pending read",
+    T,
+    async () => {
+      const recorded = newRecord();
+      const line = encoder.encode('{"type":"ADDED","object":{"metadata":{"name":"a"}}}\n');
+      let served = false;
+      // Serves one line, then stays silent like a quiet watch.
+      const body = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (served) return new Promise<void>(() => {});
+          served = true;
+          controller.enqueue(line);
+        },
+        cancel(reason) {
+          recorded.cancelled = true;
+          recorded.reason = reason;
+        },
+      });
+      const controller = new AbortController();
+      const events = decodeWatchStream(body, { signal: controller.signal });
+      assert.equal((await events.next()).done, false);
 
-    const pending = events.next();
-    const reason = new Error("shutting down");
-    controller.abort(reason);
-    await assert.rejects(pending, (err) => err === reason);
-    assert.equal(recorded.cancelled, true);
-    assert.equal(recorded.reason, reason);
-    assert.deepEqual(await events.next(), { done: true, value: undefined });
-  });
+      const pending = events.next();
+      const reason = new Error("shutting down");
+      controller.abort(reason);
+      await assert.rejects(pending, (err) => err === reason);
+      assert.equal(recorded.cancelled, true);
+      assert.equal(recorded.reason, reason);
+      assert.deepEqual(await events.next(), { done: true, value: undefined });
+    },
+  );
 
-  it("returns a hanging AsyncIterable's iterator on abort", async () => {
+  it("returns a hanging AsyncIterable's iterator on abort", T, async () => {
     let returned = false;
     const hanging: AsyncIterable<Uint8Array> = {
       [Symbol.asyncIterator]: () => ({
@@ -430,7 +472,7 @@ describe("decodeWatchStream", () => {
     assert.equal(returned, true);
   });
 
-  it("stops between events of one chunk once the signal has aborted", async () => {
+  it("stops between events of one chunk once the signal has aborted", T, async () => {
     const recorded = newRecord();
     const controller = new AbortController();
     // Two chunks, so the body is still open when the abort comes.
@@ -449,7 +491,7 @@ describe("decodeWatchStream", () => {
     assert.equal(recorded.cancelled, true);
   });
 
-  it("throws at once for an already aborted signal, cancelling the body", async () => {
+  it("throws at once for an already aborted signal, cancelling the body", T, async () => {
     const recorded = newRecord();
     const reason = new Error("too late");
     const events = decodeWatchStream(streamOf([fixture], recorded), {
@@ -460,7 +502,7 @@ describe("decodeWatchStream", () => {
     assert.equal(recorded.reason, reason);
   });
 
-  it("passes an error of the body through unchanged, after the events before it", async () => {
+  it("passes an error of the body through unchanged, after the events before it", T, async () => {
     const failure = new TypeError("connection reset");
     let served = false;
     const body = new ReadableStream<Uint8Array>({
@@ -475,7 +517,7 @@ describe("decodeWatchStream", () => {
     assert.equal(error, failure);
   });
 
-  it("rejects chunks that are not bytes", async () => {
+  it("rejects chunks that are not bytes", T, async () => {
     const strings = (async function* () {
       yield '{"type":"ADDED","object":{}}\n';
     })() as unknown as AsyncIterable<Uint8Array>;
@@ -483,7 +525,7 @@ describe("decodeWatchStream", () => {
     assert.ok(error instanceof TypeError);
   });
 
-  it("fails on a body cut inside a UTF-8 character, reading the stub as U+FFFD", async () => {
+  it("fails on a body cut inside a UTF-8 character, reading the stub as U+FFFD", T, async () => {
     const good = '{"type":"ADDED","object":{}}\n';
     const cut = encoder.encode(`${good}{"type":"ADDED","object":{"data":{"v":"日`);
     const body = streamOf([cut.subarray(0, cut.length - 1)]); // drop the last byte of 日
@@ -502,7 +544,7 @@ describe("decodeWatchStream", () => {
     assert.equal(stub.error.excerpt, "\uFFFD");
   });
 
-  it("reads invalid UTF-8 inside a string as U+FFFD, like Go's encoding/json", async () => {
+  it("reads invalid UTF-8 inside a string as U+FFFD, like Go's encoding/json", T, async () => {
     const body = streamOf(bytesOf('{"type":"ADDED","object":{"v":"a', [0xff], 'b"}}\n'));
     assert.deepEqual(await collect(decodeWatchStream(body)), [
       { type: "ADDED", object: { v: "a\uFFFDb" } },
@@ -510,8 +552,8 @@ describe("decodeWatchStream", () => {
   });
 });
 
-describe("encodeWatchEvent", () => {
-  it("writes exactly one line that decodes back to the same event", async () => {
+describe("encodeWatchEvent", T, () => {
+  it("writes exactly one line that decodes back to the same event", T, async () => {
     const event: WatchEvent<{ data: Record<string, string> }> = {
       type: "MODIFIED",
       object: { data: { script: "line one\nline two\r\n🚀 日本語" } },

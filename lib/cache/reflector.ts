@@ -1,0 +1,149 @@
+/**
+ * The reflector: applies a watcher's events (./watcher.ts) to a {@linkcode Store}. A list is
+ * buffered from `Init` to `InitDone` and swapped in at once, so readers never see half a
+ * list; `Apply` and `Delete` change one object. Each change to the store is reported as a
+ * {@linkcode StoreChange}, with the previous state, for whoever dispatches to handlers.
+ *
+ * @module
+ */
+
+import type { KubeObject } from "../api/resource.ts";
+import { deepFreeze, type DeepReadonly } from "../api/readonly.ts";
+import { objectKey, type Store } from "./store.ts";
+import { isOlderResourceVersion, type WatcherEvent } from "./watcher.ts";
+
+/**
+ * One change a reflector made to its store. `initial` marks adds from a (re)list; `listed`
+ * follows the changes of each completed list.
+ */
+export type StoreChange<T> =
+  | { type: "add"; obj: DeepReadonly<T>; initial: boolean }
+  | { type: "update"; old: DeepReadonly<T>; obj: DeepReadonly<T> }
+  | { type: "delete"; obj: DeepReadonly<T> }
+  | { type: "listed"; resourceVersion?: string };
+
+/** Options of {@linkcode Reflector} and {@linkcode reflector}. */
+export interface ReflectorOptions<T> {
+  /** Called with each change, right after the store made it. */
+  onStoreChange?: (change: StoreChange<T>) => void;
+  /** Called after each watch event changed the store. */
+  onChange?: (key: string, resourceVersion: string | undefined) => void;
+  /** Called after a list replaced the store's contents. */
+  onReplace?: (resourceVersion: string | undefined) => void;
+}
+
+/**
+ * Applies watcher events to a store, one at a time, synchronously. An `Apply` or `Delete`
+ * whose resourceVersion is older than the stored object's (a replayed or duplicated event) is
+ * ignored, so a stream that goes back in time cannot roll the store back.
+ *
+ * @example
+ * ```ts
+ * import { type ConfigMap } from "@rudder/operator";
+ * import { Reflector, Store } from "@rudder/operator/cache";
+ *
+ * const store = new Store<ConfigMap>();
+ * const reflect = new Reflector(store);
+ * reflect.apply({ type: "Init" });
+ * reflect.apply({
+ *   type: "InitApply",
+ *   object: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "a", resourceVersion: "1" } },
+ * });
+ * reflect.apply({ type: "InitDone", resourceVersion: "1" });
+ * console.log(store.size); // 1
+ * ```
+ */
+export class Reflector<T extends KubeObject> {
+  /** The store kept current. */
+  readonly store: Store<T>;
+  readonly #options: ReflectorOptions<T>;
+  /** The list being received, between Init and InitDone. */
+  #buffer: T[] | undefined;
+
+  /** A reflector into `store`; `options` hears about each change. */
+  constructor(store: Store<T>, options: ReflectorOptions<T> = {}) {
+    this.store = store;
+    this.#options = options;
+  }
+
+  /** Applies one event to the store. */
+  apply(event: WatcherEvent<T>): void {
+    switch (event.type) {
+      case "Init":
+        this.#buffer = [];
+        break;
+      case "InitApply":
+        (this.#buffer ??= []).push(event.object);
+        break;
+      case "InitDone":
+        this.#replace(this.#buffer ?? [], event.resourceVersion);
+        this.#buffer = undefined;
+        break;
+      case "Apply":
+      case "Delete":
+        this.#change(event.type, event.object, event.resourceVersion);
+        break;
+    }
+  }
+
+  #replace(objects: T[], resourceVersion: string | undefined): void {
+    const diff = this.store.replace(objects);
+    this.#options.onReplace?.(resourceVersion);
+    const emit = this.#options.onStoreChange;
+    if (!emit) return;
+    for (const obj of diff.deleted) emit({ type: "delete", obj });
+    for (const { previous, current } of diff.updated) {
+      emit({ type: "update", old: previous, obj: current });
+    }
+    for (const obj of diff.added) emit({ type: "add", obj, initial: true });
+    emit({ type: "listed", resourceVersion });
+  }
+
+  #change(type: "Apply" | "Delete", object: T, resourceVersion: string | undefined): void {
+    const key = objectKey(object);
+    const current = this.store.get(key);
+    const rv = object.metadata?.resourceVersion;
+    if (current && isOlderResourceVersion(rv, current.metadata?.resourceVersion)) return;
+    const emit = this.#options.onStoreChange;
+    if (type === "Delete") {
+      const previous = this.store.delete(key);
+      // The stored state went through the transform; the event's object did not.
+      emit?.({ type: "delete", obj: previous ?? (deepFreeze(object) as DeepReadonly<T>) });
+    } else {
+      const { stored, previous } = this.store.upsert(object);
+      if (previous) emit?.({ type: "update", old: previous, obj: stored });
+      else emit?.({ type: "add", obj: stored, initial: false });
+    }
+    this.#options.onChange?.(key, resourceVersion);
+  }
+}
+
+/**
+ * Applies a watcher's events to `store` and passes each one on once the store has it, like
+ * kube-rs's `reflector`: iterate the result to keep the store current.
+ *
+ * @example Keep a store of ConfigMaps without an informer
+ * ```ts
+ * import { ConfigMap, loadConfig } from "@rudder/operator";
+ * import { reflector, Store, watcher } from "@rudder/operator/cache";
+ * import { RestClient } from "@rudder/operator/kube";
+ *
+ * const store = new Store<ConfigMap>();
+ * const rest = new RestClient(await loadConfig());
+ * const signal = AbortSignal.timeout(10_000);
+ * for await (const event of reflector(store, watcher(rest, ConfigMap, { signal }))) {
+ *   if (event.type === "InitDone") console.log(store.size, "ConfigMaps");
+ * }
+ * ```
+ */
+export async function* reflector<T extends KubeObject>(
+  store: Store<T>,
+  events: AsyncIterable<WatcherEvent<T>>,
+  options: ReflectorOptions<T> = {},
+): AsyncGenerator<WatcherEvent<T>, void, undefined> {
+  const reflect = new Reflector(store, options);
+  for await (const event of events) {
+    reflect.apply(event);
+    yield event;
+  }
+}

@@ -1,0 +1,680 @@
+/**
+ * The watcher: one kind's list and watch as a single self-recovering async iterable of
+ * {@linkcode WatcherEvent}s, usable on its own (no store, no handlers). A reflector applies it
+ * to a store; an informer adds handlers. The whole reconnect story is this state machine,
+ * written out in {@linkcode watcher}'s loop:
+ *
+ * ```
+ *              relist: 410 Gone, 504 ResourceVersionTooLarge, the same
+ *           ┌─ refusal (4xx, malformed event) twice at one resourceVersion ─┐
+ *           ▼                                                               │
+ *   ┌──► Listing ─── Init, InitApply…, InitDone ─────────────────────► Watching ─► Apply, Delete
+ *   │       │   (streaming list, else paged list)                        │   ▲
+ *   │       │ error                                                      │   └─ the server's
+ *   │       ▼                                                            │      timeout ended
+ *   └─── Backoff ◄──── error: network, 5xx, 429, idle deadline, ─────────┘      the stream
+ *   (was    │          a watch that ended at once, a first refusal
+ *   listing)│ 0.8 s → 30 s, ×2, jitter; reset after 2 min healthy
+ *           └──► Watching (was watching)
+ * ```
+ *
+ * Events, named as kube-rs names them: `Init` (a list starts), `InitApply` (one object of it),
+ * `InitDone` (the list is complete: swap it in), `Apply` (added or modified), `Delete`.
+ *
+ * @module
+ */
+
+import { getLogger } from "@logtape/logtape";
+import type { KubeObject, ResourceType } from "../api/resource.ts";
+import { resourcePath } from "../api/resource.ts";
+import { ApiError, isGone, isTooManyRequests, type Status } from "../kube/errors.ts";
+import type { QueryValue, RestClient } from "../kube/rest.ts";
+import { WatchDecodeError, type WatchEvent } from "../kube/watch.ts";
+import { sleep } from "../util/abort.ts";
+
+const logger = getLogger(["rudder", "cache", "watcher"]);
+
+/** Where a watcher is in its cycle. */
+export type WatcherState = "Listing" | "Watching" | "Backoff";
+
+/**
+ * What a watcher yields. A (re)list is `Init`, one `InitApply` per object, then `InitDone`;
+ * between lists come `Apply` (added or modified) and `Delete`. A list that fails part-way is
+ * started again with a new `Init`: whoever buffers `InitApply`s drops them then.
+ */
+export type WatcherEvent<T> =
+  | { type: "Init" }
+  | { type: "InitApply"; object: T }
+  | { type: "InitDone"; resourceVersion?: string }
+  | { type: "Apply"; object: T; resourceVersion?: string }
+  | { type: "Delete"; object: T; resourceVersion?: string };
+
+/** Options of {@linkcode watcher}. */
+export interface WatcherOptions {
+  /** Namespace to watch; all namespaces when unset. Ignored for cluster-scoped kinds. */
+  namespace?: string;
+  /** Label selector in the API's string form. */
+  labelSelector?: string;
+  /** Field selector in the API's string form. */
+  fieldSelector?: string;
+  /** Watch only metadata (PartialObjectMetadata), for large kinds such as Secrets. */
+  metadataOnly?: boolean;
+  /** Objects per page of a paged list; default 500. */
+  pageSize?: number;
+  /** Try streaming lists (`sendInitialEvents`) first; default true. */
+  streamingList?: boolean;
+  /** Bounds of the server-side watch timeout in seconds; default [240, 290] (Bun drops idle connections at 300 s). */
+  watchTimeoutSeconds?: [number, number];
+  /**
+   * Milliseconds without any event (bookmarks included) after which a watch is taken for dead
+   * and started again; default: the watch timeout plus 30 s.
+   */
+  idleTimeout?: number;
+  /** Backoff after failures: initial and maximum milliseconds; default 800 and 30 000. */
+  backoff?: { initial: number; max: number };
+  /** Stops the watcher: the iteration ends (without an error) and the connection closes. */
+  signal?: AbortSignal;
+}
+
+/** What a watcher is doing and how well, for health checks; see {@linkcode Watcher.status}. */
+export interface WatcherStatus {
+  /** Current state. */
+  state: WatcherState;
+  /** Epoch milliseconds of the last event or bookmark seen. */
+  lastEventTime?: number;
+  /** The last error, cleared when a list or watch works again. */
+  lastError?: string;
+  /** Epoch milliseconds of the first failure of the current unbroken run of failures. */
+  failingSince?: number;
+  /** The resourceVersion the next watch starts from. */
+  resourceVersion?: string;
+  /** How many lists were made (1 on a healthy run). */
+  lists: number;
+  /** How many watches were started. */
+  watches: number;
+}
+
+/** A running list-and-watch: iterate it once; {@linkcode Watcher.status} may be read any time. */
+export interface Watcher<T> extends AsyncIterable<WatcherEvent<T>> {
+  /** A snapshot of the watcher's state and health. */
+  status(): WatcherStatus;
+}
+
+const DEFAULT_PAGE_SIZE = 500;
+const DEFAULT_WATCH_TIMEOUT: [number, number] = [240, 290];
+const IDLE_MARGIN_MS = 30_000;
+const DEFAULT_BACKOFF = { initial: 800, max: 30_000 };
+/** A watch that ran this long without trouble resets the backoff. */
+const HEALTHY_RESET_MS = 2 * 60 * 1000;
+/** A watch that ends sooner than this without any event counts as a failure (no hot loop). */
+const SHORT_WATCH_MS = 1000;
+/** Refusals of a watch at one resourceVersion after which the watcher relists. */
+const REFUSALS_BEFORE_RELIST = 2;
+const INITIAL_EVENTS_END = "k8s.io/initial-events-end";
+const METADATA_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+const METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+
+/** The watch went quiet for longer than the idle deadline. */
+class IdleWatchError extends Error {
+  constructor(ms: number) {
+    super(`no event for ${Math.round(ms / 1000)} s: the watch is taken for dead`);
+    this.name = "IdleWatchError";
+  }
+}
+
+/** The list could not be completed and must start over (410 on a continue token, …). */
+class RelistNeeded extends Error {
+  constructor(reason: string) {
+    super(reason);
+    this.name = "RelistNeeded";
+  }
+}
+
+/** An event the server should never send: an object without a name, a bookmark in a list… */
+class WatchProtocolError extends Error {
+  constructor(problem: string) {
+    super(`malformed watch event: ${problem}`);
+    this.name = "WatchProtocolError";
+  }
+}
+
+/**
+ * True for the API server's "too large resource version" answer (504 with cause
+ * `ResourceVersionTooLarge`, e.g. after an etcd restore): client-go relists on it.
+ */
+export function isResourceVersionTooLarge(err: unknown): boolean {
+  if (!(err instanceof ApiError)) return false;
+  const causes: unknown = err.details?.causes;
+  if (
+    Array.isArray(causes) && causes.some((cause) => cause?.reason === "ResourceVersionTooLarge")
+  ) {
+    return true;
+  }
+  return err.code === 504 && /too large resource version/i.test(String(err.status.message));
+}
+
+/** A refusal that asking again the same way will not change (4xx but 408 and 429). */
+function isRefusal(err: unknown): boolean {
+  if (err instanceof WatchDecodeError || err instanceof WatchProtocolError) return true;
+  return err instanceof ApiError && err.code >= 400 && err.code < 500 && err.code !== 408 &&
+    err.code !== 429;
+}
+
+function jittered(ms: number, fraction: number): number {
+  return ms * (1 - fraction + Math.random() * 2 * fraction);
+}
+
+function describeError(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * Orders two resourceVersions: negative when `a` is older than `b`, 0 when equal, positive
+ * when newer; `undefined` when they cannot be ordered. resourceVersions are opaque, but the
+ * API server's are etcd revisions in decimal, which are ordered; anything else is not.
+ */
+export function compareResourceVersions(
+  a: string | undefined,
+  b: string | undefined,
+): number | undefined {
+  if (!a || !b || !isDecimal(a) || !isDecimal(b)) return undefined;
+  if (a.length !== b.length) return a.length - b.length;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Digits without a leading zero; a loop, as this runs twice per event. */
+function isDecimal(text: string): boolean {
+  if (text.length > 1 && text.charCodeAt(0) === 0x30) return false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x30 || c > 0x39) return false;
+  }
+  return text.length > 0;
+}
+
+/** True when `a` is known to be older than `b`. */
+export function isOlderResourceVersion(a: string | undefined, b: string | undefined): boolean {
+  return (compareResourceVersions(a, b) ?? 0) < 0;
+}
+
+/**
+ * Fires `onExpire` once nothing has touched it for `limit` ms. Touching only stores a
+ * timestamp; the timer is re-armed when it fires early, not on every event.
+ */
+class IdleDeadline {
+  #last = Date.now();
+  #paused = false;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  readonly #limit: number;
+  readonly #onExpire: () => void;
+
+  constructor(limit: number, onExpire: () => void) {
+    this.#limit = limit;
+    this.#onExpire = onExpire;
+    this.#timer = setTimeout(this.#check, limit);
+  }
+
+  #check = (): void => {
+    const idle = this.#paused ? 0 : Date.now() - this.#last;
+    if (idle >= this.#limit) this.#onExpire();
+    else this.#timer = setTimeout(this.#check, this.#limit - idle);
+  };
+
+  /** Something arrived at `now` (epoch ms). */
+  touch(now: number): void {
+    this.#last = now;
+  }
+
+  /** While the consumer holds an event, the server is not to blame for the silence. */
+  pause(): void {
+    this.#paused = true;
+  }
+
+  resume(): void {
+    this.#paused = false;
+    this.#last = Date.now();
+  }
+
+  stop(): void {
+    clearTimeout(this.#timer);
+  }
+}
+
+/** One open watch connection, with its idle deadline and its link to the watcher's signal. */
+interface Connection<T> {
+  events: AsyncGenerator<WatchEvent<T>>;
+  idle: IdleDeadline;
+  /** The error to report for a failure: the idle deadline's, when it cut the connection. */
+  explain(err: unknown): unknown;
+  close(): void;
+}
+
+/**
+ * Lists and watches one kind, for as long as it is iterated, recovering from every failure a
+ * watch can have: reconnects with backoff, relists when the server has forgotten (410) or
+ * refuses (504 ResourceVersionTooLarge, the same refusal twice at one resourceVersion), and
+ * restarts a watch that has gone silent past its idle deadline. It never throws; failures are
+ * logged and show in {@linkcode Watcher.status}. Iteration ends when `options.signal` aborts or
+ * the consumer leaves the loop.
+ *
+ * @example Print what happens to the ConfigMaps of one namespace
+ * ```ts
+ * import { ConfigMap, loadConfig } from "@rudder/operator";
+ * import { watcher } from "@rudder/operator/cache";
+ * import { RestClient } from "@rudder/operator/kube";
+ *
+ * const stop = AbortSignal.timeout(60_000);
+ * const rest = new RestClient(await loadConfig());
+ * for await (const event of watcher(rest, ConfigMap, { namespace: "default", signal: stop })) {
+ *   if (event.type === "Apply") console.log("applied", event.object.metadata?.name);
+ *   if (event.type === "Delete") console.log("deleted", event.object.metadata?.name);
+ * }
+ * ```
+ */
+export function watcher<T extends KubeObject>(
+  rest: RestClient,
+  type: ResourceType<T>,
+  options: WatcherOptions = {},
+): Watcher<T> {
+  return new ListWatcher(rest, type, options);
+}
+
+class ListWatcher<T extends KubeObject> implements Watcher<T> {
+  readonly #rest: RestClient;
+  readonly #type: ResourceType<T>;
+  readonly #options: WatcherOptions;
+  readonly #signal: AbortSignal;
+  readonly #status: WatcherStatus = { state: "Listing", lists: 0, watches: 0 };
+  readonly #description: string;
+  #streamingList: boolean;
+  #iterated = false;
+  /** Consecutive refusals of the watch at #refusedAt. */
+  #refusals = 0;
+  #refusedAt: string | undefined;
+
+  constructor(rest: RestClient, type: ResourceType<T>, options: WatcherOptions) {
+    this.#rest = rest;
+    this.#type = type;
+    this.#options = options;
+    this.#signal = options.signal ?? new AbortController().signal;
+    this.#streamingList = options.streamingList ?? true;
+    const where = type.scope === "Namespaced" && options.namespace
+      ? ` in ${options.namespace}`
+      : "";
+    const selectors = [options.labelSelector, options.fieldSelector].filter(Boolean).join(", ");
+    this.#description = `${type.kind}${where}${selectors ? ` (${selectors})` : ""}`;
+  }
+
+  status(): WatcherStatus {
+    return { ...this.#status };
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<WatcherEvent<T>> {
+    if (this.#iterated) throw new Error(`the watcher of ${this.#description} is already iterated`);
+    this.#iterated = true;
+    return this.#run();
+  }
+
+  /** The state machine of the module doc: Listing → Watching ⇄ Backoff. */
+  async *#run(): AsyncGenerator<WatcherEvent<T>, void, undefined> {
+    const signal = this.#signal;
+    const backoffOptions = this.#options.backoff ?? DEFAULT_BACKOFF;
+    let backoff = backoffOptions.initial;
+    let state: WatcherState = "Listing";
+    /** Where Backoff leads. */
+    let resume: "Listing" | "Watching" = "Listing";
+    let waitMs = 0;
+    /** A streaming list's connection, which goes on as the watch. */
+    let open: Connection<T> | undefined;
+    try {
+      while (!signal.aborted) {
+        this.#status.state = state;
+        try {
+          switch (state) {
+            case "Listing": {
+              open = yield* this.#list();
+              backoff = backoffOptions.initial;
+              state = "Watching";
+              break;
+            }
+            case "Watching": {
+              const started = Date.now();
+              const connection = open;
+              open = undefined;
+              const delivered = yield* this.#watch(connection);
+              const ran = Date.now() - started;
+              if (!delivered && ran < SHORT_WATCH_MS) {
+                throw new Error("the watch ended at once, without any event");
+              }
+              // The server ended the watch (its timeout): start the next one at once.
+              this.#healthy();
+              if (ran >= HEALTHY_RESET_MS) backoff = backoffOptions.initial;
+              break;
+            }
+            case "Backoff": {
+              // An abort ends the wait early; the loop then sees the signal and stops.
+              await sleep(jittered(waitMs, 0.25), signal).catch(() => {});
+              backoff = Math.min(backoffOptions.max, backoff * 2);
+              state = resume;
+              break;
+            }
+          }
+        } catch (err) {
+          open?.close();
+          open = undefined;
+          if (signal.aborted) break;
+          const failedIn = state === "Listing" ? "Listing" : "Watching";
+          const next = this.#recover(err, failedIn, backoff, backoffOptions.max);
+          resume = next.resume;
+          waitMs = next.waitMs;
+          state = waitMs > 0 ? "Backoff" : resume;
+        }
+      }
+    } finally {
+      open?.close();
+    }
+  }
+
+  /** Decides, after a failure in `failedIn`, where to go next and how long to wait first. */
+  #recover(
+    err: unknown,
+    failedIn: "Listing" | "Watching",
+    backoff: number,
+    maxBackoff: number,
+  ): { resume: "Listing" | "Watching"; waitMs: number } {
+    const message = describeError(err);
+    this.#status.lastError = message;
+    this.#status.failingSince ??= Date.now();
+    if (err instanceof RelistNeeded || isGone(err) || isResourceVersionTooLarge(err)) {
+      logger.info("Relisting {informer}: {reason}", {
+        informer: this.#description,
+        reason: message,
+      });
+      // The first relist goes at once; a relist loop backs off like any failure.
+      return { resume: "Listing", waitMs: failedIn === "Listing" ? backoff : 0 };
+    }
+    if (failedIn === "Watching" && isRefusal(err)) {
+      const at = this.#status.resourceVersion;
+      this.#refusals = at === this.#refusedAt ? this.#refusals + 1 : 1;
+      this.#refusedAt = at;
+      if (this.#refusals >= REFUSALS_BEFORE_RELIST) {
+        logger.warn(
+          "Relisting {informer}: the watch at resourceVersion {rv} keeps failing: {error}",
+          {
+            informer: this.#description,
+            rv: at,
+            error: message,
+          },
+        );
+        this.#refusals = 0;
+        return { resume: "Listing", waitMs: backoff };
+      }
+    }
+    // 429 is the API server pacing its clients (or a new CRD's storage warming up).
+    const level = isTooManyRequests(err)
+      ? "info"
+      : err instanceof IdleWatchError || err instanceof WatchDecodeError
+      ? "warn"
+      : "error";
+    logger[level]("Watch of {informer} failed: {error}", {
+      informer: this.#description,
+      error: message,
+    });
+    // Retry-After is honoured up to the longest backoff: a server cannot park the watch for days.
+    const retryAfter = err instanceof ApiError && isTooManyRequests(err)
+      ? Number(err.retryAfterSeconds) * 1000
+      : NaN;
+    const waitMs = retryAfter >= 0 ? Math.min(retryAfter, maxBackoff) : backoff;
+    return { resume: failedIn, waitMs };
+  }
+
+  /** A list completed or a watch delivered: the run of failures is over. */
+  #healthy(): void {
+    this.#status.lastError = undefined;
+    this.#status.failingSince = undefined;
+    this.#refusals = 0;
+  }
+
+  #query(extra: Record<string, QueryValue>): Record<string, QueryValue> {
+    return {
+      labelSelector: this.#options.labelSelector || undefined,
+      fieldSelector: this.#options.fieldSelector || undefined,
+      ...extra,
+    };
+  }
+
+  #path(): string {
+    return resourcePath(this.#type, { namespace: this.#options.namespace });
+  }
+
+  /**
+   * Checks an object from the wire and gives it the kind's apiVersion and kind (lists and
+   * metadata-only answers omit them).
+   */
+  #typed(value: unknown): T {
+    const obj = value as Record<string, unknown>;
+    const metadata = obj.metadata as Record<string, unknown> | null | undefined;
+    if (typeof metadata !== "object" || metadata === null || Array.isArray(metadata)) {
+      throw new WatchProtocolError("an object without metadata");
+    }
+    if (typeof metadata.name !== "string" || metadata.name === "") {
+      throw new WatchProtocolError("an object without metadata.name");
+    }
+    if (metadata.namespace !== undefined && typeof metadata.namespace !== "string") {
+      throw new WatchProtocolError("an object whose metadata.namespace is not a string");
+    }
+    if (this.#options.metadataOnly || !obj.apiVersion) obj.apiVersion = this.#type.apiVersion;
+    if (this.#options.metadataOnly || !obj.kind) obj.kind = this.#type.kind;
+    return obj as T;
+  }
+
+  #watchTimeoutSeconds(): number {
+    const [low, high] = this.#options.watchTimeoutSeconds ?? DEFAULT_WATCH_TIMEOUT;
+    return Math.floor(low + Math.random() * (high - low + 1));
+  }
+
+  /** Opens a watch; the idle deadline, the signal and leaving the loop all close it. */
+  #connect(query: Record<string, QueryValue>, timeoutSeconds: number): Connection<T> {
+    const controller = new AbortController();
+    const signal = this.#signal;
+    const onAbort = () => controller.abort(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    const limit = this.#options.idleTimeout ?? timeoutSeconds * 1000 + IDLE_MARGIN_MS;
+    const idleError = new IdleWatchError(limit);
+    const idle = new IdleDeadline(limit, () => controller.abort(idleError));
+    this.#status.watches++;
+    const events = this.#rest.watch<T>({
+      path: this.#path(),
+      accept: this.#options.metadataOnly ? METADATA_ACCEPT : undefined,
+      query: this.#query({ ...query, allowWatchBookmarks: true, timeoutSeconds }),
+      signal: controller.signal,
+    });
+    return {
+      events,
+      idle,
+      explain: (err) => controller.signal.reason === idleError ? idleError : err,
+      close: () => {
+        idle.stop();
+        signal.removeEventListener("abort", onAbort);
+        controller.abort();
+        events.return(undefined).catch(() => {});
+      },
+    };
+  }
+
+  /**
+   * Listing: yields Init, one InitApply per object and InitDone. A streaming list returns its
+   * open connection, which goes on as the watch; a paged list returns nothing.
+   */
+  async *#list(): AsyncGenerator<WatcherEvent<T>, Connection<T> | undefined, undefined> {
+    this.#status.lists++;
+    yield { type: "Init" };
+    if (this.#streamingList) {
+      try {
+        return yield* this.#streamList();
+      } catch (err) {
+        // Servers without WatchList refuse the parameters; remember and page instead.
+        if (!(err instanceof ApiError) || (err.code !== 400 && err.code !== 422)) throw err;
+        logger.info("Streaming lists are not supported for {informer}; using paged lists", {
+          informer: this.#description,
+        });
+        this.#streamingList = false;
+        yield { type: "Init" };
+      }
+    }
+    yield* this.#pagedList();
+    return undefined;
+  }
+
+  async *#streamList(): AsyncGenerator<WatcherEvent<T>, Connection<T>, undefined> {
+    const timeoutSeconds = this.#watchTimeoutSeconds();
+    const connection = this.#connect({
+      sendInitialEvents: true,
+      resourceVersionMatch: "NotOlderThan",
+    }, timeoutSeconds);
+    let handedOver = false;
+    try {
+      for (;;) {
+        let next: IteratorResult<WatchEvent<T>, void>;
+        try {
+          next = await connection.events.next();
+        } catch (err) {
+          throw connection.explain(err);
+        }
+        if (next.done) {
+          throw new RelistNeeded("the stream ended before the initial list was complete");
+        }
+        const event = next.value;
+        connection.idle.touch(this.#status.lastEventTime = Date.now());
+        if (event.type === "ERROR") throw this.#errorEvent(event.object);
+        if (event.type === "BOOKMARK") {
+          const metadata = event.object.metadata;
+          if (metadata?.annotations?.[INITIAL_EVENTS_END] === "true") {
+            this.#status.resourceVersion = metadata.resourceVersion;
+            // The same connection goes on as the watch.
+            this.#status.state = "Watching";
+            this.#healthy();
+            handedOver = true;
+            yield { type: "InitDone", resourceVersion: metadata.resourceVersion };
+            return connection;
+          }
+          continue;
+        }
+        if (event.type !== "ADDED") {
+          throw new WatchProtocolError(`a ${event.type} event in a streaming list`);
+        }
+        const object = this.#typed(event.object);
+        connection.idle.pause();
+        yield { type: "InitApply", object };
+        connection.idle.resume();
+      }
+    } finally {
+      if (!handedOver) connection.close();
+    }
+  }
+
+  async *#pagedList(): AsyncGenerator<WatcherEvent<T>, void, undefined> {
+    let token: string | undefined;
+    let resourceVersion: string | undefined;
+    do {
+      let page: {
+        metadata?: { continue?: string; resourceVersion?: string };
+        items?: unknown[];
+      };
+      try {
+        page = await this.#rest.request({
+          path: this.#path(),
+          accept: this.#options.metadataOnly ? METADATA_LIST_ACCEPT : undefined,
+          query: this.#query({
+            limit: this.#options.pageSize ?? DEFAULT_PAGE_SIZE,
+            continue: token,
+          }),
+          signal: this.#signal,
+        });
+      } catch (err) {
+        if (token && isGone(err)) throw new RelistNeeded("the list's continue token expired");
+        throw err;
+      }
+      const items = Array.isArray(page.items) ? page.items : [];
+      for (const item of items) {
+        if (typeof item !== "object" || item === null) {
+          throw new WatchProtocolError("a list item that is not an object");
+        }
+        yield { type: "InitApply", object: this.#typed(item) };
+      }
+      token = page.metadata?.continue || undefined;
+      resourceVersion = page.metadata?.resourceVersion;
+    } while (token);
+    this.#status.resourceVersion = resourceVersion;
+    this.#status.lastEventTime = Date.now();
+    // Whoever waits for the list may look at once: the watch is what comes next.
+    this.#status.state = "Watching";
+    this.#healthy();
+    yield { type: "InitDone", resourceVersion };
+  }
+
+  /**
+   * Watching: yields Apply and Delete until the server ends the stream; returns whether any
+   * event (bookmarks included) came. Starts a watch from the last resourceVersion unless it is
+   * handed the connection of a streaming list.
+   */
+  async *#watch(open?: Connection<T>): AsyncGenerator<WatcherEvent<T>, boolean, undefined> {
+    const connection = open ??
+      this.#connect(
+        { resourceVersion: this.#status.resourceVersion },
+        this.#watchTimeoutSeconds(),
+      );
+    let delivered = false;
+    try {
+      for (;;) {
+        let next: IteratorResult<WatchEvent<T>, void>;
+        try {
+          next = await connection.events.next();
+        } catch (err) {
+          throw connection.explain(err);
+        }
+        if (next.done) return delivered;
+        const event = next.value;
+        connection.idle.touch(this.#status.lastEventTime = Date.now());
+        if (event.type === "ERROR") throw this.#errorEvent(event.object);
+        const rv = event.object.metadata?.resourceVersion;
+        const usable = typeof rv === "string" && rv !== "";
+        const order = usable
+          ? compareResourceVersions(rv, this.#status.resourceVersion)
+          : undefined;
+        if (event.type === "BOOKMARK") {
+          // A bookmark older than the resume point never moves it back.
+          if (usable && (order === undefined || order >= 0)) this.#status.resourceVersion = rv;
+        } else if (order !== undefined && order <= 0) {
+          // Events come in resourceVersion order after the resume point; one that does not is
+          // a duplicate or a replay, and applying it would roll an object back.
+          logger.debug("Skipping an out-of-order {type} at {rv} of {informer}", {
+            type: event.type,
+            rv,
+            informer: this.#description,
+          });
+          continue;
+        } else {
+          const object = this.#typed(event.object);
+          connection.idle.pause();
+          yield event.type === "DELETED"
+            ? { type: "Delete", object, resourceVersion: rv }
+            : { type: "Apply", object, resourceVersion: rv };
+          connection.idle.resume();
+          if (usable) this.#status.resourceVersion = rv;
+        }
+        if (!delivered) {
+          delivered = true;
+          this.#healthy();
+        }
+      }
+    } finally {
+      connection.close();
+    }
+  }
+
+  #errorEvent(status: Status): Error {
+    const error = new ApiError(status, { method: "WATCH", path: this.#path() });
+    return isGone(error) ? new RelistNeeded(`the watch expired: ${error.message}`) : error;
+  }
+}

@@ -1,0 +1,376 @@
+// The informer's pieces on their own (the watcher without a store, the reflector without a
+// watcher), and the informer healing from watches that can never succeed: refused
+// resourceVersions, silent connections, and readiness while it cannot.
+import { after, afterEach, before, beforeEach, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { ConfigMap } from "../../lib/api/builtins.ts";
+import { Informer, type InformerOptions } from "../../lib/cache/informer.ts";
+import { Reflector, type StoreChange } from "../../lib/cache/reflector.ts";
+import { Store } from "../../lib/cache/store.ts";
+import {
+  compareResourceVersions,
+  isOlderResourceVersion,
+  isResourceVersionTooLarge,
+  watcher,
+  type WatcherEvent,
+} from "../../lib/cache/watcher.ts";
+import { ApiError } from "../../lib/kube/errors.ts";
+import { RestClient } from "../../lib/kube/rest.ts";
+import { informersReady } from "../../lib/healthz/healthz.ts";
+import { FakeWatchServer, NAMESPACE } from "../support/fake_watch_server.ts";
+import { eventually } from "../support/eventually.ts";
+import { captureLogs } from "../support/logs.ts";
+
+type CM = ConfigMap;
+const T = { timeout: 30_000 };
+
+function cm(name: string, rv: string, v = "1"): CM {
+  return {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name, namespace: NAMESPACE, resourceVersion: rv },
+    data: { v },
+  };
+}
+
+function summary(event: WatcherEvent<CM>): string {
+  switch (event.type) {
+    case "Init":
+      return "Init";
+    case "InitDone":
+      return "InitDone";
+    default:
+      return `${event.type} ${event.object.metadata?.name} ${event.object.data?.v}`;
+  }
+}
+
+describe("resourceVersion helpers", T, () => {
+  it("order decimal resourceVersions by value and refuse to order anything else", T, () => {
+    assert.equal(compareResourceVersions("9", "10"), -1);
+    assert.equal(compareResourceVersions("10", "9"), 1);
+    assert.equal(compareResourceVersions("12", "12"), 0);
+    assert.equal(compareResourceVersions("123", "124"), -1);
+    assert.equal(compareResourceVersions("abc", "1"), undefined);
+    assert.equal(compareResourceVersions("01", "1"), undefined);
+    assert.equal(compareResourceVersions(undefined, "1"), undefined);
+    assert.equal(compareResourceVersions("1", ""), undefined);
+    assert.ok(isOlderResourceVersion("99", "100"));
+    assert.ok(!isOlderResourceVersion("100", "100"));
+    assert.ok(!isOlderResourceVersion("x", "100"));
+  });
+
+  it("recognise the API server's too-large-resourceVersion answer", T, () => {
+    const withCause = new ApiError({
+      code: 504,
+      reason: "Timeout",
+      details: { causes: [{ reason: "ResourceVersionTooLarge" }] },
+    });
+    assert.ok(isResourceVersionTooLarge(withCause));
+    assert.ok(
+      isResourceVersionTooLarge(
+        new ApiError({ code: 504, reason: "Timeout", message: "Too large resource version: 9" }),
+      ),
+    );
+    assert.ok(!isResourceVersionTooLarge(new ApiError({ code: 504, reason: "Timeout" })));
+    assert.ok(!isResourceVersionTooLarge(new ApiError({ code: 400, message: "bad" })));
+    assert.ok(!isResourceVersionTooLarge(new Error("Too large resource version")));
+    const oddCauses = {
+      code: 504,
+      details: { causes: "nope" },
+    } as unknown as ConstructorParameters<
+      typeof ApiError
+    >[0];
+    assert.ok(!isResourceVersionTooLarge(new ApiError(oddCauses)));
+  });
+});
+
+describe("Reflector", T, () => {
+  it("swaps a list in at once and reports what changed", T, () => {
+    const store = new Store<CM>();
+    const changes: string[] = [];
+    const reflect = new Reflector(store, {
+      onStoreChange: (c: StoreChange<CM>) =>
+        changes.push(
+          c.type === "listed"
+            ? `listed ${c.resourceVersion}`
+            : c.type === "add"
+            ? `add ${c.obj.metadata?.name}${c.initial ? " initial" : ""}`
+            : `${c.type} ${c.obj.metadata?.name}`,
+        ),
+    });
+    reflect.apply({ type: "Init" });
+    reflect.apply({ type: "InitApply", object: cm("a", "1") });
+    assert.equal(store.size, 0, "nothing is visible before InitDone");
+    reflect.apply({ type: "InitApply", object: cm("b", "2") });
+    reflect.apply({ type: "InitDone", resourceVersion: "2" });
+    assert.deepEqual(store.keys().sort(), ["ns/a", "ns/b"]);
+    reflect.apply({ type: "Apply", object: cm("a", "3", "2"), resourceVersion: "3" });
+    reflect.apply({ type: "Delete", object: cm("b", "4"), resourceVersion: "4" });
+    assert.deepEqual(changes, [
+      "add a initial",
+      "add b initial",
+      "listed 2",
+      "update a",
+      "delete b",
+    ]);
+    assert.equal(store.get("ns/a")?.data?.v, "2");
+  });
+
+  it("drops a half-received list when a new Init starts it again", T, () => {
+    const store = new Store<CM>();
+    const reflect = new Reflector(store);
+    reflect.apply({ type: "Init" });
+    reflect.apply({ type: "InitApply", object: cm("stale", "1") });
+    reflect.apply({ type: "Init" });
+    reflect.apply({ type: "InitApply", object: cm("fresh", "2") });
+    reflect.apply({ type: "InitDone" });
+    assert.deepEqual(store.keys(), ["ns/fresh"]);
+  });
+
+  it("ignores an Apply or Delete older than the stored object", T, () => {
+    const store = new Store<CM>();
+    const reflect = new Reflector(store);
+    reflect.apply({ type: "Apply", object: cm("a", "10", "new") });
+    reflect.apply({ type: "Apply", object: cm("a", "9", "old") });
+    reflect.apply({ type: "Delete", object: cm("a", "8") });
+    assert.equal(store.get("ns/a")?.data?.v, "new");
+    reflect.apply({ type: "Delete", object: cm("a", "11") });
+    assert.equal(store.size, 0);
+  });
+});
+
+describe("watcher and healing informers", T, () => {
+  let server: FakeWatchServer;
+  let rest: RestClient;
+  let stop: AbortController;
+  let running: Promise<void> | undefined;
+  let logs: Awaited<ReturnType<typeof captureLogs>>;
+
+  before(async () => {
+    logs = await captureLogs();
+  }, T);
+  after(async () => {
+    await logs.stop();
+  }, T);
+
+  beforeEach(async () => {
+    server = new FakeWatchServer();
+    await server.start();
+    rest = new RestClient(server.config(), { maxRetries: 0 });
+    stop = new AbortController();
+    logs.records.length = 0;
+  }, T);
+
+  afterEach(async () => {
+    stop.abort();
+    await running;
+    running = undefined;
+    rest.close();
+    await server.stop();
+  }, T);
+
+  function start(options: InformerOptions<CM> = {}): Informer<CM> {
+    const informer = new Informer(rest, ConfigMap, {
+      namespace: NAMESPACE,
+      backoff: { initial: 10, max: 50 },
+      ...options,
+    });
+    running = informer.run(stop.signal);
+    return informer;
+  }
+
+  function converged(informer: Informer<CM>): boolean {
+    const ours = informer.store.list().map((o) =>
+      `${o.metadata?.name}@${o.metadata?.resourceVersion}`
+    );
+    const theirs = [...server.objects.values()].map((o) =>
+      `${o.metadata.name}@${o.metadata.resourceVersion}`
+    );
+    return JSON.stringify(ours.sort()) === JSON.stringify(theirs.sort());
+  }
+
+  function watchesFrom(rv: string): number {
+    return server.requests.filter((r) =>
+      r.url.searchParams.get("watch") === "true" && r.url.searchParams.get("resourceVersion") === rv
+    ).length;
+  }
+
+  function bookmark(rv: string): string {
+    return JSON.stringify({
+      type: "BOOKMARK",
+      object: { kind: "ConfigMap", apiVersion: "v1", metadata: { resourceVersion: rv } },
+    });
+  }
+
+  it("yields Init, InitApply, InitDone, then Apply and Delete, with no store", T, async () => {
+    server.put("a", { v: "1" });
+    server.put("b", { v: "1" });
+    const seen: string[] = [];
+    const events = watcher(rest, ConfigMap, {
+      namespace: NAMESPACE,
+      signal: stop.signal,
+      backoff: { initial: 10, max: 50 },
+    });
+    for await (const event of events) {
+      seen.push(summary(event));
+      if (event.type === "InitDone") {
+        assert.equal(events.status().state, "Watching");
+        server.put("a", { v: "2" });
+        server.remove("b");
+      }
+      if (event.type === "Delete") break;
+    }
+    assert.deepEqual(seen, [
+      "Init",
+      "InitApply a 1",
+      "InitApply b 1",
+      "InitDone",
+      "Apply a 2",
+      "Delete b 1",
+    ]);
+    await eventually("leaving the loop closed the connection", () => server.openWatches === 0);
+    assert.throws(() => events[Symbol.asyncIterator](), /already iterated/);
+  });
+
+  it("skips events that are not newer than where it resumes from", T, async () => {
+    server.put("a", { v: "1" });
+    const stale = JSON.stringify({
+      type: "MODIFIED",
+      object: { ...cm("a", "50", "stale") },
+    });
+    const duplicate = JSON.stringify({ type: "ADDED", object: server.objects.get("a") });
+    server.injectLines = [stale, duplicate];
+    const seen: string[] = [];
+    for await (
+      const event of watcher(rest, ConfigMap, { namespace: NAMESPACE, signal: stop.signal })
+    ) {
+      seen.push(summary(event));
+      if (event.type === "InitDone") server.put("b", { v: "1" });
+      if (event.type === "Apply") break;
+    }
+    assert.deepEqual(seen, ["Init", "InitApply a 1", "InitDone", "Apply b 1"]);
+  });
+
+  for (const inStream of [false, true]) {
+    const how = inStream ? "an ERROR event" : "a 400 status";
+    it(
+      `relists when every watch from a bookmark's resourceVersion is refused with ${how}`,
+      T,
+      async () => {
+        server.refuseInStream = inStream;
+        server.put("a", { v: "1" });
+        const informer = start();
+        await informer.waitForSync();
+        server.injectLines = [bookmark("not-a-number")];
+        server.afterInject = "end";
+        server.closeWatches();
+        await eventually(
+          "the watch is refused twice, then relisted",
+          () => informer.health().lists === 2,
+        );
+        assert.equal(watchesFrom("not-a-number"), 2, "the refusal is retried once, then relisted");
+        server.put("b", { v: "1" });
+        await eventually("the store converges", () => converged(informer));
+        assert.ok(
+          logs.records.some((r) => /keeps failing/.test(r.message.join(""))),
+          "the relist is logged with its reason",
+        );
+        assert.equal(informer.health().lastError, undefined);
+      },
+    );
+
+    const how504 = inStream ? "an ERROR event" : "a status";
+    it(
+      `relists at once on 504 ResourceVersionTooLarge as ${how504} (an etcd restore)`,
+      T,
+      async () => {
+        server.refuseInStream = inStream;
+        server.put("a", { v: "1" });
+        const informer = start();
+        await informer.waitForSync();
+        server.injectLines = [bookmark("99999999")];
+        server.afterInject = "end";
+        server.closeWatches();
+        await eventually("the store is relisted", () => informer.health().lists === 2);
+        assert.equal(
+          watchesFrom("99999999"),
+          1,
+          "no second try at a resourceVersion from the future",
+        );
+        server.put("b", { v: "1" });
+        await eventually("the store converges", () => converged(informer));
+      },
+    );
+  }
+
+  it("restarts a watch that stalls mid-line, past its idle deadline", T, async () => {
+    server.put("a", { v: "1" });
+    const informer = start({ idleTimeout: 200 });
+    await informer.waitForSync();
+    server.injectLines = [new TextEncoder().encode('{"type":"MODIFIED","object":{"meta')];
+    server.afterInject = "stall";
+    server.closeWatches();
+    await eventually("the half line was sent", () => server.injections === 1);
+    server.put("b", { v: "1" });
+    await eventually("a new watch catches up", () => converged(informer));
+    assert.ok(logs.records.some((r) => /no event for/.test(String(r.properties.error))));
+  });
+
+  it(
+    "fails readiness, naming it, while an informer is stuck in backoff, and recovers",
+    T,
+    async () => {
+      server.put("a", { v: "1" });
+      const informer = start({ unhealthyAfter: 100 });
+      await informer.waitForSync();
+      const ready = informersReady(() => [informer.health()]);
+      ready();
+      server.refuseAll = { code: 403, reason: "Forbidden" };
+      server.closeWatches();
+      await eventually("the informer is stuck", () => informer.health().stuck === true);
+      assert.throws(
+        () => ready(),
+        /ConfigMap in ns: watch failing \(.*refused \(403 Forbidden\)\) for \d+ s/,
+      );
+      assert.ok(informer.health().failingSince! <= Date.now());
+      server.refuseAll = undefined;
+      server.put("b", { v: "1" });
+      await eventually("the store converges", () => converged(informer));
+      await eventually("readiness passes again", () => informer.health().stuck === false);
+      ready();
+    },
+  );
+
+  it(
+    "backs off, rather than spinning, when every watch ends at once without an event",
+    T,
+    async () => {
+      server.put("a", { v: "1" });
+      const informer = start();
+      await informer.waitForSync();
+      server.endWatchesAtOnce = true;
+      server.closeWatches();
+      await eventually(
+        "the empty watch counts as a failure",
+        () => /ended at once/.test(informer.health().lastError ?? ""),
+      );
+      assert.ok(informer.health().failingSince !== undefined);
+      server.endWatchesAtOnce = false;
+      server.put("b", { v: "1" });
+      await eventually("the store converges", () => converged(informer));
+      await eventually("the failure is over", () => informer.health().lastError === undefined);
+    },
+  );
+
+  it("does not fail readiness for a short backoff", T, async () => {
+    server.put("a", { v: "1" });
+    const informer = start({ unhealthyAfter: 60_000 });
+    await informer.waitForSync();
+    server.refuseAll = { code: 500, reason: "InternalError" };
+    server.closeWatches();
+    await eventually("the watch is failing", () => informer.health().failingSince !== undefined);
+    assert.equal(informer.health().stuck, false);
+    informersReady(() => [informer.health()])();
+    server.refuseAll = undefined;
+  });
+});
