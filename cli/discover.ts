@@ -4,26 +4,20 @@
  * controllers watch (each controller's `watched` list, filled in by the builder when the
  * project's `setup(mgr)` registers it with a manager that is never started).
  *
- * `rudder manifests` and `rudder dev` run the CLI itself as a child process with the internal
- * command `__discover`, in the project's directory and with the project's own configuration
- * (its import map, its tsconfig paths), so that the project's imports resolve exactly as when
- * it runs:
- *
- * ```sh
- * deno run -A --config <project>/deno.json cli/main.ts __discover <project> <output.json>
- * bun cli/main.ts __discover <project> <output.json>
- * ```
+ * `rudder manifests` and `rudder dev` write a small entry module into the project
+ * ({@linkcode discoveryScript}) that imports the project's api modules and main module with static
+ * imports and hands them to {@linkcode writeDiscovery}, and run it as a child process in the
+ * project's directory with the project's own configuration (its import map, its tsconfig paths),
+ * so that the project's imports resolve exactly as when it runs.
  *
  * @module
  */
 
 import { writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
-import { pathToFileURL } from "node:url";
+import { resolve, sep } from "node:path";
 import type { WatchedKind } from "../lib/controller/controller.ts";
 import type { Runnable } from "../lib/util/runnable.ts";
 import { Manager } from "../lib/manager/manager.ts";
-import { type CommandIO, USAGE_EXIT_CODE } from "./args.ts";
 import { loadProject, type ProjectSettings } from "./project.ts";
 
 /** A kind as the manifests need it. */
@@ -117,11 +111,14 @@ export function crdsOf(exports: Record<string, unknown>): CRDObject[] {
   return crds;
 }
 
-/** Loads the project's modules and returns what they declare. */
-export async function discover(settings: ProjectSettings): Promise<Discovery> {
+/** What the project's modules declare, given the modules themselves. */
+export async function discoverModules(
+  settings: ProjectSettings,
+  apiModules: Record<string, Record<string, unknown>>,
+  main: Record<string, unknown>,
+): Promise<Discovery> {
   const byName = new Map<string, { crd: CRDObject; from: string }>();
-  for (const module of settings.api) {
-    const exports = await import(pathToFileURL(join(settings.dir, module)).href);
+  for (const [module, exports] of Object.entries(apiModules)) {
     for (const crd of crdsOf(exports)) {
       const name = crd.metadata?.name;
       if (!name) throw new Error(`${module}: a crd() returned a CRD without metadata.name`);
@@ -132,7 +129,6 @@ export async function discover(settings: ProjectSettings): Promise<Discovery> {
       byName.set(name, { crd, from: module });
     }
   }
-  const main = await import(pathToFileURL(join(settings.dir, settings.main)).href);
   const setup = main[settings.setup];
   if (typeof setup !== "function") {
     throw new Error(
@@ -143,22 +139,52 @@ export async function discover(settings: ProjectSettings): Promise<Discovery> {
   }
   return {
     crds: [...byName.keys()].sort().map((name) => byName.get(name)!.crd),
-    controllers: await discoverControllers(setup),
+    controllers: await discoverControllers(setup as (mgr: Manager) => unknown),
     webhooks: false, // No webhook support yet: nothing can register one.
   };
 }
 
-/** The internal command the CLI runs itself with to load a project (not in its help). */
-export const DISCOVER_COMMAND = "__discover";
+/**
+ * Writes what the project in `dir` declares, as JSON, to `output`. The discovery entry module
+ * ({@linkcode discoveryScript}) calls it with the project's modules, imported statically.
+ *
+ * @example
+ * ```ts ignore
+ * import { writeDiscovery } from "@rudder/operator/cli";
+ * import * as api0 from "./api/widget.ts";
+ * import * as main from "./main.ts";
+ *
+ * await writeDiscovery(".", "/tmp/discovery.json", { "api/widget.ts": api0 }, main);
+ * ```
+ */
+export async function writeDiscovery(
+  dir: string,
+  output: string,
+  apiModules: Record<string, Record<string, unknown>>,
+  main: Record<string, unknown>,
+): Promise<void> {
+  const discovery = await discoverModules(loadProject(resolve(dir)), apiModules, main);
+  writeFileSync(output, JSON.stringify(discovery));
+}
 
-/** `rudder __discover <project> <output>`: writes what the project declares, as JSON. */
-export async function runDiscover(args: string[], io: CommandIO): Promise<number> {
-  const [dir, output] = args;
-  if (!dir || !output || args.length > 2) {
-    io.err(`usage: rudder ${DISCOVER_COMMAND} <project dir> <output file>`);
-    return USAGE_EXIT_CODE;
-  }
-  const discovery = await discover(loadProject(resolve(io.cwd, dir)));
-  writeFileSync(resolve(io.cwd, output), JSON.stringify(discovery));
-  return 0;
+/**
+ * The entry module that loads a project for discovery: static imports of its api modules and
+ * main module, then a call of {@linkcode writeDiscovery} from `cli` (this CLI's main module, as
+ * a path or a `jsr:` specifier). Written into the project's directory, so the project's own
+ * configuration resolves its imports.
+ */
+export function discoveryScript(settings: ProjectSettings, cli: string, output: string): string {
+  const specifier = (module: string) =>
+    JSON.stringify(`./${module.replace(/^\.\//, "").split(sep).join("/")}`);
+  return [
+    "// Written by rudder to load this project's modules; removed once it has run.",
+    `import { writeDiscovery } from ${JSON.stringify(cli)};`,
+    ...settings.api.map((module, i) => `import * as api${i} from ${specifier(module)};`),
+    `import * as main from ${specifier(settings.main)};`,
+    "",
+    `await writeDiscovery(${JSON.stringify(settings.dir)}, ${JSON.stringify(output)}, {`,
+    ...settings.api.map((module, i) => `  ${JSON.stringify(module)}: api${i},`),
+    "}, main);",
+    "",
+  ].join("\n");
 }

@@ -7,6 +7,7 @@
  * @module
  */
 
+import { ensureEnvtestBinaries } from "../lib/testing/envtest_build.ts";
 import process from "node:process";
 import { resolve } from "node:path";
 import { Environment } from "../lib/testing/envtest.ts";
@@ -37,9 +38,7 @@ export function nextStopSignal(): { signal: Promise<string>; dispose(): void } {
 
 /** Builds or finds the binaries (honouring KUBEBUILDER_ASSETS); returns their directory. */
 async function ensureBinaries(force: boolean): Promise<string> {
-  // Imported here: the build script locates its Go module through a file: URL.
-  const { ensureEnvtestBinaries } = await import("../tools/envtest/build.ts");
-  return ensureEnvtestBinaries({ force });
+  return await Promise.resolve(ensureEnvtestBinaries({ force }));
 }
 
 /** `rudder envtest`. */

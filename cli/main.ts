@@ -40,13 +40,13 @@ import {
   UsageError,
 } from "./args.ts";
 import { buildSpec, runBuild } from "./build.ts";
-import { DISCOVER_COMMAND, runDiscover } from "./discover.ts";
 import { devSpec, runDev } from "./dev.ts";
 import { envtestSpec, runEnvtest } from "./envtest.ts";
 import { initSpec, runInit } from "./init.ts";
 import { manifestsSpec, runManifests } from "./manifests.ts";
 
 export type { CommandIO, CommandSpec, FlagSpec } from "./args.ts";
+export { writeDiscovery } from "./discover.ts";
 
 /** A command: its declaration (help, flags) and what runs it. */
 export interface Command {
@@ -112,7 +112,6 @@ export async function main(args: string[], io: CommandIO = processIO()): Promise
     io.out(VERSION);
     return 0;
   }
-  if (name === DISCOVER_COMMAND) return await runInternal(() => runDiscover(rest, io), name, io);
   const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (!command) {
     const what = name.startsWith("-") ? `unknown flag ${name}` : `unknown command "${name}"`;

@@ -23,7 +23,7 @@
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, relative, resolve } from "node:path";
+import { basename, dirname, join, relative, resolve } from "node:path";
 import { stringify } from "yaml";
 import { parseAddress } from "../lib/manager/server.ts";
 import {
@@ -33,7 +33,7 @@ import {
   stringFlag,
   UsageError,
 } from "./args.ts";
-import { DISCOVER_COMMAND, type DiscoveredController, type Discovery } from "./discover.ts";
+import { type DiscoveredController, type Discovery, discoveryScript } from "./discover.ts";
 import {
   cliEntrypoint,
   currentRuntime,
@@ -475,13 +475,16 @@ export async function discoverProject(
 ): Promise<Discovery> {
   const runtime = options.runtime ?? currentRuntime();
   const denoConfig = join(settings.dir, "deno.json");
-  const { command, args } = runModuleCommand(runtime, cliEntrypoint(), options.env, {
-    config: runtime === "deno" && existsSync(denoConfig) ? denoConfig : undefined,
-  });
   const scratch = mkdtempSync(join(tmpdir(), "rudder-discover-"));
   const output = join(scratch, "discovery.json");
+  // The entry module sits in the project, so its configuration resolves the project's imports.
+  const entry = join(settings.dir, `.rudder-discover-${basename(scratch)}.ts`);
+  writeFileSync(entry, discoveryScript(settings, cliEntrypoint(), output));
+  const { command, args } = runModuleCommand(runtime, entry, options.env, {
+    config: runtime === "deno" && existsSync(denoConfig) ? denoConfig : undefined,
+  });
   try {
-    const child = spawn(command, [...args, DISCOVER_COMMAND, settings.dir, output], {
+    const child = spawn(command, args, {
       cwd: settings.dir,
       env: options.env as Record<string, string>,
       stdio: ["ignore", "pipe", "pipe"],
@@ -500,6 +503,7 @@ export async function discoverProject(
     }
     return JSON.parse(readFileSync(output, "utf8")) as Discovery;
   } finally {
+    rmSync(entry, { force: true });
     rmSync(scratch, { recursive: true, force: true });
   }
 }

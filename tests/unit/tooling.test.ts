@@ -14,7 +14,7 @@ import {
   findControlPlaneBinaries,
 } from "../../lib/testing/assets.ts";
 import { countJUnit } from "../../tools/test.ts";
-import { stagingModules } from "../../tools/envtest/gen_go_mod.ts";
+import { embeddedModule, stagingModules } from "../../tools/envtest/gen_go_mod.ts";
 
 const root = new URL("../../", import.meta.url);
 const read = (path: string) => readFileSync(new URL(path, root), "utf8");
@@ -85,6 +85,13 @@ describe("countJUnit", () => {
 });
 
 describe("envtest assets", () => {
+  it("embeds tools/envtest's go.mod and go.sum in lib/testing/envtest_module.ts as generated", () => {
+    assert.equal(
+      read("lib/testing/envtest_module.ts"),
+      embeddedModule(read("tools/envtest/go.mod"), read("tools/envtest/go.sum")),
+    );
+  });
+
   it("keeps go.mod in step with the versions in lib/testing/assets.ts", () => {
     const goMod = read("tools/envtest/go.mod");
     assert.match(
