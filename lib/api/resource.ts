@@ -19,6 +19,7 @@ import {
   subresourceNames,
   type VersionDefinition,
   type VersionOptions,
+  withConversionWebhook,
 } from "./crd.ts";
 import { objectMetaSchema } from "./meta.ts";
 import type { ZodOutput, ZodSchema, ZodSchemaOf } from "./schema.ts";
@@ -474,7 +475,7 @@ export function defineResource<
     categories: Object.freeze([...names.categories]),
     definition: definition as unknown as ResourceDefinition,
     schema,
-    crd: () => structuredClone(crd),
+    crd: () => withConversionWebhook(structuredClone(crd)),
     parse(obj: unknown): T {
       const result = safeParse(obj);
       if (!result.success) throw result.error;

@@ -40,6 +40,8 @@ import {
   restClientMetrics,
 } from "../metrics/mod.ts";
 import { EventRecorder } from "../util/events.ts";
+import type { WebhookHost } from "../webhook/builder.ts";
+import { WebhookServer, type WebhookServerOptions } from "../webhook/server.ts";
 import { type Checker, Checks, healthApp, informersReady } from "./health.ts";
 import { LeaderElectionLostError, LeaderElector } from "./leader_election.ts";
 import { type RunningServer, serve } from "./server.ts";
@@ -84,8 +86,11 @@ export interface ManagerOptions {
   cache?: CacheOptions;
   /** Options of the manager's client. */
   client?: CachedClientOptions;
-  /** Options of the webhook server (served with the webhook support, not yet). */
-  webhookServer?: { port?: number; host?: string; certDir?: string };
+  /**
+   * The webhook server, or its options (default: port 9443, certificates from
+   * `<tmpdir>/k8s-webhook-server/serving-certs`). It starts only when webhooks are registered.
+   */
+  webhookServer?: WebhookServer | WebhookServerOptions;
   /** The registry metrics are served from; default the global `registry`. */
   metricsRegistry?: Registry;
 }
@@ -190,7 +195,7 @@ function lazyConfig(
  * await mgr.start(); // until SIGTERM or SIGINT
  * ```
  */
-export class Manager implements ControllerHost {
+export class Manager implements ControllerHost, WebhookHost {
   readonly #options: ManagerOptions;
   readonly #config: KubeConfig;
   readonly #loadConfig: () => Promise<KubeConfig>;
@@ -209,6 +214,7 @@ export class Manager implements ControllerHost {
   #elected = Promise.withResolvers<void>();
   #started = false;
   #servers: { name: string; server: RunningServer }[] = [];
+  #webhookServer: WebhookServer | undefined;
 
   /** Creates a manager; nothing runs until {@linkcode Manager.start}. */
   constructor(options: ManagerOptions = {}) {
@@ -269,6 +275,17 @@ export class Manager implements ControllerHost {
   /** URL of the health-probe server while it runs. */
   get healthProbeURL(): string | undefined {
     return this.#servers.find((s) => s.name === "health")?.server.url;
+  }
+
+  /** The webhook server, made on first use; it starts with the manager if anything is registered. */
+  getWebhookServer(): WebhookServer {
+    if (!this.#webhookServer) {
+      const option = this.#options.webhookServer;
+      this.#webhookServer = option instanceof WebhookServer
+        ? option
+        : new WebhookServer({ metricsRegistry: this.#registry, ...option });
+    }
+    return this.#webhookServer;
   }
 
   /** Options every controller of this manager starts from: its metrics. */
@@ -340,10 +357,17 @@ export class Manager implements ControllerHost {
     let elector: LeaderElector | undefined;
     let electorRun: Promise<void> | undefined;
     const electorStop = new AbortController();
+    const webhookStop = new AbortController();
+    let webhookRun: Promise<void> | undefined;
     try {
       await this.#loadConfig();
       await this.#startServers();
-      // Webhooks would start here.
+      const webhooks = this.#webhookServer;
+      if (webhooks?.hasHandlers()) {
+        this.#readyz.add("webhook", webhooks.startedChecker());
+        webhookRun = webhooks.start(webhookStop.signal).catch(fail);
+        await Promise.race([webhooks.started(), webhookRun]);
+      }
       cacheRun = this.#cache.start(cacheStop.signal).catch(fail);
       await this.#cache.waitForCacheSync(stop.signal);
       this.#others.start(fail);
@@ -377,7 +401,18 @@ export class Manager implements ControllerHost {
       // After losing the lease another replica may lead soon: abort the leader runnables'
       // reconciles and do not wait for them, as controller-runtime exits at once.
       const lost = failure instanceof LeaderElectionLostError;
-      const stopped = this.#stopAll(cacheStop, electorStop, electorRun, cacheRun, !lost);
+      const stopWebhooks = async () => {
+        webhookStop.abort();
+        await webhookRun;
+      };
+      const stopped = this.#stopAll(
+        cacheStop,
+        electorStop,
+        electorRun,
+        cacheRun,
+        !lost,
+        stopWebhooks,
+      );
       const timeout = this.#options.gracefulShutdownTimeout ?? DEFAULT_GRACEFUL_SHUTDOWN_MS;
       let timer: ReturnType<typeof setTimeout> | undefined;
       const timedOut = new Promise<"timeout">((resolve) => {
@@ -445,13 +480,17 @@ export class Manager implements ControllerHost {
     }
   }
 
-  /** Stops in reverse order: leader runnables, the lease, other runnables, caches, servers. */
+  /**
+   * Stops in reverse order: leader runnables, the lease, other runnables, caches, webhooks,
+   * servers.
+   */
   async #stopAll(
     cacheStop: AbortController,
     electorStop: AbortController,
     electorRun: Promise<void> | undefined,
     cacheRun: Promise<void> | undefined,
     waitForLeaderRunnables: boolean,
+    stopWebhooks: () => Promise<void>,
   ): Promise<void> {
     const leaderStopped = this.#leaderRunnables.stop();
     if (waitForLeaderRunnables) await leaderStopped;
@@ -462,6 +501,7 @@ export class Manager implements ControllerHost {
     await Promise.all([...this.#recorders.values()].map((r) => r.flush().catch(() => {})));
     cacheStop.abort();
     await cacheRun;
+    await stopWebhooks();
     await Promise.all(this.#servers.map(({ server }) => server.stop()));
     this.#servers = [];
     this.#rest.close();

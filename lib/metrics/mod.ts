@@ -46,6 +46,7 @@ export {
 } from "./controller.ts";
 export { NO_ANSWER_CODE, restClientMetrics } from "./rest_client.ts";
 export { leaderElectionMetrics } from "./leader_election.ts";
+export { type WebhookMetrics, webhookMetrics } from "./webhook.ts";
 export { type ProcessMetricsOptions, registerProcessMetrics } from "./process.ts";
 export {
   type AuthenticationAndAuthorizationOptions,
