@@ -52,12 +52,25 @@ export interface ConversionReview {
   response?: ConversionResponse;
 }
 
-/** The two functions of a spoke version `S` around its hub `H`. */
+/**
+ * An object of `T` whose `apiVersion` and `kind` may be left out: a conversion's result, which
+ * Rudder stamps with the requested version.
+ */
+export type Converted<T extends KubeObject> = Omit<T, "apiVersion" | "kind"> & {
+  apiVersion?: string;
+  kind?: string;
+};
+
+/**
+ * The two functions of a spoke version `S` around its hub `H`. Each gets its own copy of the
+ * object; `apiVersion` and `kind` of the result are set by Rudder, and `metadata` is the
+ * input's when the result has none.
+ */
 export interface SpokeConversion<H extends KubeObject, S extends KubeObject> {
   /** Converts an object of the spoke version to the hub version. */
-  convertTo(spoke: S): H;
+  convertTo(spoke: S): Converted<H>;
   /** Converts an object of the hub version to the spoke version. */
-  convertFrom(hub: H): S;
+  convertFrom(hub: H): Converted<S>;
 }
 
 interface Kind {
@@ -162,7 +175,11 @@ export class ConversionRegistry {
   }
 }
 
-function withIdentity(converted: KubeObject, original: KubeObject, apiVersion: string): KubeObject {
+function withIdentity(
+  converted: Converted<KubeObject>,
+  original: KubeObject,
+  apiVersion: string,
+): KubeObject {
   if (typeof converted !== "object" || converted === null) {
     throw new Error(`a conversion to ${apiVersion} returned ${String(converted)}, not an object`);
   }

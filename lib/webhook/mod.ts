@@ -70,6 +70,7 @@ export {
   type ConversionRequest,
   type ConversionResponse,
   type ConversionReview,
+  type Converted,
   convertReview,
   decodeConversionReview,
   type SpokeConversion,
