@@ -328,7 +328,7 @@ export class WebhookServer implements Runnable {
       const app = new Hono();
       const maxSize = this.#options.maxRequestBodyBytes ?? DEFAULT_MAX_REQUEST_BODY_BYTES;
       app.use("*", async (c, next) => {
-        if (!this.#handlers.has(c.req.path)) return;
+        if (!this.#handlers.has(c.req.path)) return await next();
         const done = this.#metrics.requestStarted(c.req.path);
         try {
           await next();

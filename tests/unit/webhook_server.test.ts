@@ -1,0 +1,208 @@
+// The webhook server on its own, over real TLS on loopback (no API server): serving by path,
+// 4xx for malformed and oversized bodies while it keeps serving, a certificate replaced on disk
+// while requests flow, readiness, and the metric families fed by real requests.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Registry } from "../../lib/metrics/mod.ts";
+import { type CertificateAuthority, createCertificateAuthority } from "../../lib/testing/certs.ts";
+import { admissionHandler, allowed, WebhookServer } from "../../lib/webhook/mod.ts";
+import { eventually } from "../support/eventually.ts";
+import { tlsFetch } from "../support/tls_fetch.ts";
+
+const HOOK_TIMEOUT = { timeout: 60_000 };
+const T = { timeout: 60_000 };
+
+let dir: string;
+let ca1: CertificateAuthority;
+let ca2: CertificateAuthority;
+
+/** Writes a serving certificate of `ca` into `dir`, each file replaced atomically. */
+async function writeServing(ca: CertificateAuthority): Promise<void> {
+  const pair = await ca.issueServing({
+    commonName: "localhost",
+    dnsNames: ["localhost"],
+    ips: ["127.0.0.1"],
+  });
+  writeFileSync(join(dir, "tls.key.tmp"), pair.key, { mode: 0o600 });
+  writeFileSync(join(dir, "tls.crt.tmp"), pair.cert);
+  renameSync(join(dir, "tls.key.tmp"), join(dir, "tls.key"));
+  renameSync(join(dir, "tls.crt.tmp"), join(dir, "tls.crt"));
+}
+
+const REVIEW = JSON.stringify({
+  apiVersion: "admission.k8s.io/v1",
+  kind: "AdmissionReview",
+  request: {
+    uid: "u-1",
+    kind: { group: "", version: "v1", kind: "ConfigMap" },
+    resource: { group: "", version: "v1", resource: "configmaps" },
+    operation: "CREATE",
+    userInfo: { username: "admin" },
+    object: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "x" } },
+  },
+});
+
+function post(body: BodyInit, type = "application/json"): RequestInit {
+  return { method: "POST", headers: { "content-type": type }, body };
+}
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), "rudder-webhook-server-"));
+  ca1 = await createCertificateAuthority("webhook-test-ca-1");
+  ca2 = await createCertificateAuthority("webhook-test-ca-2");
+}, HOOK_TIMEOUT);
+
+after(() => {
+  rmSync(dir, { recursive: true, force: true });
+}, HOOK_TIMEOUT);
+
+describe("WebhookServer", () => {
+  let server: WebhookServer;
+  let registry: Registry;
+  let stop: AbortController;
+  let running: Promise<void>;
+
+  before(async () => {
+    await writeServing(ca1);
+    registry = new Registry();
+    server = new WebhookServer({
+      host: "127.0.0.1",
+      port: 0,
+      certDir: dir,
+      certPollInterval: 50,
+      metricsRegistry: registry,
+    });
+    server.register("/validate-configmaps", admissionHandler(() => allowed(["looked at"])));
+    assert.throws(() => server.startedChecker()(), /not serving/);
+    stop = new AbortController();
+    running = server.start(stop.signal);
+    await server.started();
+  }, HOOK_TIMEOUT);
+
+  after(async () => {
+    stop.abort();
+    await running;
+  }, HOOK_TIMEOUT);
+
+  it("serves a registered path over HTTPS and reports ready", T, async () => {
+    server.startedChecker()();
+    const response = await tlsFetch(`${server.url}/validate-configmaps`, [ca1.cert], post(REVIEW));
+    assert.equal(response.status, 200);
+    const review = await response.json();
+    assert.deepEqual(review.response, { uid: "u-1", allowed: true, warnings: ["looked at"] });
+  });
+
+  it("answers 4xx to malformed and oversized bodies and keeps serving", T, async () => {
+    const url = `${server.url}/validate-configmaps`;
+    const cases: [RequestInit, number][] = [
+      [post("{{{"), 400],
+      [post(JSON.stringify({ kind: "ConversionReview" })), 400],
+      [post(JSON.stringify({ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview" })), 400],
+      [post(REVIEW, "text/plain"), 415],
+      [post("x".repeat(8 * 1024 * 1024)), 413],
+      [{ method: "GET" }, 405],
+    ];
+    for (const [init, status] of cases) {
+      const response = await tlsFetch(url, [ca1.cert], init);
+      assert.equal(response.status, status, `${init.method} ${String(init.body).slice(0, 20)}`);
+    }
+    assert.equal((await tlsFetch(`${server.url}/nothing`, [ca1.cert], post(REVIEW))).status, 404);
+    assert.equal((await tlsFetch(url, [ca1.cert], post(REVIEW))).status, 200);
+  });
+
+  it("counts requests by path and code in controller-runtime's families", T, async () => {
+    const text = await registry.metrics();
+    const total = (code: number) =>
+      Number(
+        text.match(
+          new RegExp(
+            `controller_runtime_webhook_requests_total\\{code="${code}",webhook="/validate-configmaps"\\} (\\d+)`,
+          ),
+        )?.[1] ?? 0,
+      );
+    assert.ok(total(200) >= 2, text);
+    assert.ok(total(400) >= 3, text);
+    assert.equal(total(413), 1);
+    assert.match(
+      text,
+      /controller_runtime_webhook_requests_in_flight\{webhook="\/validate-configmaps"\} 0/,
+    );
+    assert.match(text, /controller_runtime_webhook_latency_seconds_bucket\{webhook="\/validate-configmaps",le="0.005"\}/);
+  });
+
+  it("swaps in a certificate replaced on disk while requests flow, failing none", T, async () => {
+    const url = `${server.url}/validate-configmaps`;
+    const both = [ca1.cert, ca2.cert];
+    let running = true;
+    const failures: string[] = [];
+    let sent = 0;
+    const load = Array.from({ length: 3 }, async () => {
+      while (running) {
+        sent++;
+        try {
+          const response = await tlsFetch(url, both, post(REVIEW));
+          if (response.status !== 200) failures.push(`status ${response.status}`);
+        } catch (err) {
+          failures.push(String(err));
+        }
+      }
+    });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await writeServing(ca2);
+    await eventually(
+      "new connections see the new certificate",
+      async () => {
+        try {
+          return (await tlsFetch(url, [ca2.cert], post(REVIEW))).status === 200;
+        } catch {
+          return false;
+        }
+      },
+      20_000,
+      50,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    running = false;
+    await Promise.all(load);
+    assert.deepEqual(failures, []);
+    assert.ok(sent > 5, `only ${sent} requests were sent`);
+    await assert.rejects(tlsFetch(url, [ca1.cert], post(REVIEW)));
+  });
+
+  it("keeps the current certificate while the files on disk do not load", T, async () => {
+    const url = `${server.url}/validate-configmaps`;
+    writeFileSync(
+      join(dir, "tls.key.tmp"),
+      "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+    );
+    renameSync(join(dir, "tls.key.tmp"), join(dir, "tls.key"));
+    writeFileSync(
+      join(dir, "tls.crt.tmp"),
+      (await ca1.issueServing({ commonName: "x", ips: ["127.0.0.1"] })).cert,
+    );
+    renameSync(join(dir, "tls.crt.tmp"), join(dir, "tls.crt"));
+    assert.equal(await server.reloadCertificate(), false);
+    assert.equal((await tlsFetch(url, [ca2.cert], post(REVIEW))).status, 200);
+    await writeServing(ca2);
+  });
+});
+
+describe("WebhookServer without certificates", () => {
+  it("fails to start, naming the missing file", T, async () => {
+    const empty = mkdtempSync(join(tmpdir(), "rudder-webhook-empty-"));
+    try {
+      const server = new WebhookServer({
+        port: 0,
+        certDir: empty,
+        metricsRegistry: new Registry(),
+      });
+      await assert.rejects(server.start(new AbortController().signal), /tls\.crt/);
+      await assert.rejects(server.started());
+    } finally {
+      rmSync(empty, { recursive: true, force: true });
+    }
+  });
+});
