@@ -33,6 +33,7 @@ export {
   ENVTEST_KUBERNETES_VERSION,
   findControlPlaneBinaries,
 } from "./assets.ts";
+export { type WebhookInstallOptions, type WebhookServing } from "./webhook_install.ts";
 export {
   FakeClient,
   type FakeClientInterceptors,
