@@ -45,6 +45,16 @@ export interface DiscoveredController {
   watched: DiscoveredWatch[];
 }
 
+/** An admission webhook the operator registers. */
+export interface DiscoveredWebhook extends DiscoveredKind {
+  /** `mutating` or `validating`. */
+  type: "mutating" | "validating";
+  /** The path served, e.g. `/validate-example-com-v1-widget`. */
+  path: string;
+  /** The operations it is sent. */
+  operations: string[];
+}
+
 /** A CRD object as `crd()` returns it. */
 export type CRDObject = Record<string, unknown> & { metadata?: { name?: string } };
 
@@ -56,6 +66,8 @@ export interface Discovery {
   controllers: DiscoveredController[];
   /** Whether the operator serves webhooks (a webhook Service is generated then). */
   webhooks: boolean;
+  /** The admission webhooks registered by `setup(mgr)`, sorted by path. */
+  admissionWebhooks?: DiscoveredWebhook[];
 }
 
 /** A manager that records the controllers registered with it and is never started. */
@@ -87,8 +99,27 @@ function toKind(type: WatchedKind["type"]): DiscoveredKind {
 export async function discoverControllers(
   setup: (mgr: Manager) => unknown,
 ): Promise<DiscoveredController[]> {
+  return (await discoverSetup(setup)).controllers;
+}
+
+/**
+ * Calls `setup` with a manager that is never started and returns the controllers and the
+ * webhooks it registered.
+ */
+export async function discoverSetup(
+  setup: (mgr: Manager) => unknown,
+): Promise<
+  { controllers: DiscoveredController[]; webhooks: boolean; admissionWebhooks: DiscoveredWebhook[] }
+> {
   const mgr = new RecordingManager();
   await setup(mgr);
+  const server = mgr.getWebhookServer();
+  const admissionWebhooks = server.webhooks().map((webhook): DiscoveredWebhook => ({
+    ...toKind(webhook.resource),
+    type: webhook.type,
+    path: webhook.path,
+    operations: [...(webhook.operations ?? [])],
+  })).sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   const controllers: DiscoveredController[] = [];
   for (const runnable of mgr.runnables) {
     const candidate = runnable as Partial<{ name: string; watched: WatchedKind[] }>;
@@ -98,7 +129,7 @@ export async function discoverControllers(
       watched: candidate.watched.map(({ type, role }) => ({ ...toKind(type), role })),
     });
   }
-  return controllers;
+  return { controllers, webhooks: server.hasHandlers(), admissionWebhooks };
 }
 
 /** The CRDs among a module's exports: every value with a `crd()` method. */
@@ -119,17 +150,12 @@ export function crdsOf(exports: Record<string, unknown>): CRDObject[] {
 /** Loads the project's modules and returns what they declare. */
 export async function discover(settings: ProjectSettings): Promise<Discovery> {
   const byName = new Map<string, { crd: CRDObject; from: string }>();
+  const apiModules: { module: string; exports: Record<string, unknown> }[] = [];
   for (const module of settings.api) {
-    const exports = await import(pathToFileURL(join(settings.dir, module)).href);
-    for (const crd of crdsOf(exports)) {
-      const name = crd.metadata?.name;
-      if (!name) throw new Error(`${module}: a crd() returned a CRD without metadata.name`);
-      const seen = byName.get(name);
-      if (seen && JSON.stringify(seen.crd) !== JSON.stringify(crd)) {
-        throw new Error(`${module} and ${seen.from} both define the CRD ${name}, differently`);
-      }
-      byName.set(name, { crd, from: module });
-    }
+    apiModules.push({
+      module,
+      exports: await import(pathToFileURL(join(settings.dir, module)).href),
+    });
   }
   const main = await import(pathToFileURL(join(settings.dir, settings.main)).href);
   const setup = main[settings.setup];
@@ -140,10 +166,22 @@ export async function discover(settings: ProjectSettings): Promise<Discovery> {
         `its exports: ${Object.keys(main).join(", ") || "none"}`,
     );
   }
+  // setup first: the conversions it registers show in the CRDs (spec.conversion).
+  const registered = await discoverSetup(setup);
+  for (const { module, exports } of apiModules) {
+    for (const crd of crdsOf(exports)) {
+      const name = crd.metadata?.name;
+      if (!name) throw new Error(`${module}: a crd() returned a CRD without metadata.name`);
+      const seen = byName.get(name);
+      if (seen && JSON.stringify(seen.crd) !== JSON.stringify(crd)) {
+        throw new Error(`${module} and ${seen.from} both define the CRD ${name}, differently`);
+      }
+      byName.set(name, { crd, from: module });
+    }
+  }
   return {
     crds: [...byName.keys()].sort().map((name) => byName.get(name)!.crd),
-    controllers: await discoverControllers(setup),
-    webhooks: false, // No webhook support yet: nothing can register one.
+    ...registered,
   };
 }
 

@@ -23,6 +23,7 @@ import {
   UsageError,
 } from "./args.ts";
 import { DISCOVER_COMMAND, type DiscoveredController, type Discovery } from "./discover.ts";
+import { CERT_MODES, type CertMode, webhookManifests } from "./webhook_manifests.ts";
 import {
   cliEntrypoint,
   currentRuntime,
@@ -176,6 +177,7 @@ export function toYAML(object: unknown): string {
 export function generateManifests(
   settings: ManifestSettings,
   discovery: Discovery,
+  options: { certMode?: CertMode } = {},
 ): Map<string, string> {
   const { name, namespace } = settings;
   const labels = {
@@ -185,6 +187,12 @@ export function generateManifests(
   const objectLabels = { ...labels, "app.kubernetes.io/managed-by": "rudder" };
   const serviceAccount = `${name}-controller-manager`;
   const files = new Map<string, string>();
+  const webhooks = discovery.webhooks
+    ? webhookManifests(settings, discovery, options.certMode ?? CERT_MODES[0], {
+      selector: labels,
+      object: objectLabels,
+    })
+    : undefined;
 
   // The namespace first: the objects after it live there (kustomize sorts so too).
   files.set(
@@ -195,7 +203,7 @@ export function generateManifests(
       metadata: { name: namespace, labels: objectLabels },
     }),
   );
-  const crdFiles = discovery.crds.map((crd) => {
+  const crdFiles = (webhooks?.crds ?? discovery.crds).map((crd) => {
     const spec = crd.spec as { group: string; names: { plural: string } };
     return { path: `crd/${spec.group}_${spec.names.plural}.yaml`, crd };
   }).sort((a, b) => compare(a.path, b.path));
@@ -215,7 +223,10 @@ export function generateManifests(
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "ClusterRole",
       metadata: { name: `${name}-manager-role`, labels: objectLabels },
-      rules: deriveRules(discovery.controllers, settings.rbac),
+      rules: deriveRules(discovery.controllers, [
+        ...settings.rbac,
+        ...(webhooks?.clusterRules ?? []),
+      ]),
     }),
   );
   files.set(
@@ -233,25 +244,45 @@ export function generateManifests(
     }),
   );
 
-  files.set(
-    "manager/deployment.yaml",
-    toYAML(deployment(settings, discovery, labels, objectLabels, serviceAccount)),
-  );
-
-  if (discovery.webhooks) {
+  if (webhooks && webhooks.namespacedRules.length > 0) {
     files.set(
-      "webhook/service.yaml",
+      "rbac/webhook_certificate_role.yaml",
       toYAML({
-        apiVersion: "v1",
-        kind: "Service",
-        metadata: { name: `${name}-webhook-service`, namespace, labels: objectLabels },
-        spec: {
-          selector: labels,
-          ports: [{ name: "webhook", port: 443, protocol: "TCP", targetPort: "webhook" }],
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "Role",
+        metadata: { name: `${name}-webhook-certificate-role`, namespace, labels: objectLabels },
+        rules: webhooks.namespacedRules,
+      }),
+    );
+    files.set(
+      "rbac/webhook_certificate_role_binding.yaml",
+      toYAML({
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "RoleBinding",
+        metadata: {
+          name: `${name}-webhook-certificate-rolebinding`,
+          namespace,
+          labels: objectLabels,
         },
+        roleRef: {
+          apiGroup: "rbac.authorization.k8s.io",
+          kind: "Role",
+          name: `${name}-webhook-certificate-role`,
+        },
+        subjects: [{ kind: "ServiceAccount", name: serviceAccount, namespace }],
       }),
     );
   }
+
+  const manager = deployment(settings, discovery, labels, objectLabels, serviceAccount);
+  if (webhooks) {
+    const pod = (manager.spec as { template: { spec: Record<string, unknown> } }).template.spec;
+    pod.volumes = webhooks.volumes;
+    (pod.containers as Record<string, unknown>[])[0].volumeMounts = webhooks.volumeMounts;
+  }
+  files.set("manager/deployment.yaml", toYAML(manager));
+
+  for (const [path, object] of webhooks?.files ?? []) files.set(path, toYAML(object));
 
   const resources = [...files.keys()];
   files.set(
@@ -412,6 +443,12 @@ export const manifestsSpec: CommandSpec = {
       value: "<dir>",
       description: "Where to write, relative to the project (default: config/).",
     },
+    "cert-mode": {
+      type: "string",
+      value: "<mode>",
+      description: "Webhook serving certificates: cert-manager (default) or rudder (the " +
+        "operator keeps them in a Secret and injects the CA itself).",
+    },
   },
   details: [
     "The project's code is loaded, not started: exports with crd() in its api modules are the",
@@ -432,8 +469,15 @@ export async function runManifests(args: string[], io: CommandIO): Promise<numbe
   const out = stringFlag(parsed, "out", "config/");
   if (out.trim() === "") throw new UsageError("--out must not be empty", "manifests");
   const outDir = resolve(settings.dir, out);
+  const certMode = stringFlag(parsed, "cert-mode", CERT_MODES[0]);
+  if (!CERT_MODES.includes(certMode as CertMode)) {
+    throw new UsageError(
+      `--cert-mode must be one of ${CERT_MODES.join(", ")}, not ${certMode}`,
+      "manifests",
+    );
+  }
   const discovery = await discoverProject(settings, { env: io.env });
-  const files = generateManifests(settings, discovery);
+  const files = generateManifests(settings, discovery, { certMode: certMode as CertMode });
   for (const path of writeManifests(outDir, files)) io.out(relative(io.cwd, path) || path);
   const controllers = discovery.controllers.map((c) => c.name).join(", ") || "none";
   io.err(
