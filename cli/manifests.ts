@@ -278,7 +278,10 @@ export function generateManifests(
   if (webhooks) {
     const pod = (manager.spec as { template: { spec: Record<string, unknown> } }).template.spec;
     pod.volumes = webhooks.volumes;
-    (pod.containers as Record<string, unknown>[])[0].volumeMounts = webhooks.volumeMounts;
+    const container = (pod.containers as Record<string, unknown>[])[0];
+    container.volumeMounts = webhooks.volumeMounts;
+    // kubebuilder's switch, the other way round: webhooks are served where they are deployed.
+    (container.env as Record<string, unknown>[]).push({ name: "ENABLE_WEBHOOKS", value: "true" });
   }
   files.set("manager/deployment.yaml", toYAML(manager));
 
