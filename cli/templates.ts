@@ -26,6 +26,11 @@ export interface ScaffoldOptions {
    * project then needs no registry: its imports map straight to the checkout's files).
    */
   local?: string;
+  /**
+   * Add a defaulting and validating webhook for the kind (`spec.replicas` defaulted to 1 and
+   * capped at 10), served when `ENABLE_WEBHOOKS=true` (the generated Deployment sets it).
+   */
+  webhooks?: boolean;
 }
 
 /** The npm packages a project may import besides Rudder, at the versions Rudder uses. */
@@ -55,6 +60,7 @@ function names(options: ScaffoldOptions) {
     apiFile: `api/${lower}.ts`,
     controllerFile: `controllers/${lower}_controller.ts`,
     testFile: `controllers/${lower}_controller_test.ts`,
+    webhookFile: `webhooks/${lower}_webhook.ts`,
   };
 }
 
@@ -65,6 +71,7 @@ function rudderSources(options: ScaffoldOptions) {
     return {
       main: `${root}/mod.ts`,
       testing: `${root}/lib/testing/mod.ts`,
+      webhook: `${root}/lib/webhook/mod.ts`,
       zod: `${root}/lib/api/zod.ts`,
       denoCli: `deno run -A ${shellWord(`${root}/cli/main.ts`)}`,
       bunCli: `bun ${shellWord(`${root}/cli/main.ts`)}`,
@@ -73,6 +80,7 @@ function rudderSources(options: ScaffoldOptions) {
   return {
     main: `jsr:${JSR_PACKAGE}@^${VERSION}`,
     testing: `jsr:${JSR_PACKAGE}@^${VERSION}/testing`,
+    webhook: `jsr:${JSR_PACKAGE}@^${VERSION}/webhook`,
     zod: `jsr:${JSR_PACKAGE}@^${VERSION}/zod`,
     denoCli: `deno run -A jsr:${JSR_PACKAGE}@^${VERSION}/cli`,
     bunCli: `bun node_modules/${JSR_PACKAGE}/cli/main.js`,
@@ -86,6 +94,7 @@ function denoJson(options: ScaffoldOptions, deps: DependencyVersions): string {
       [JSR_PACKAGE]: src.main,
       [`${JSR_PACKAGE}/testing`]: src.testing,
       [`${JSR_PACKAGE}/zod`]: src.zod,
+      ...(options.webhooks ? { [`${JSR_PACKAGE}/webhook`]: src.webhook } : {}),
     }
     : {
       // A jsr: entry also maps its subpaths (@rudder/operator/testing, /zod, /cli).
@@ -153,6 +162,7 @@ function tsconfigJson(options: ScaffoldOptions): string {
             [JSR_PACKAGE]: [src.main],
             [`${JSR_PACKAGE}/testing`]: [src.testing],
             [`${JSR_PACKAGE}/zod`]: [src.zod],
+            ...(options.webhooks ? { [`${JSR_PACKAGE}/webhook`]: [src.webhook] } : {}),
           },
         }
         : {}),
@@ -172,7 +182,15 @@ function rudderJson(options: ScaffoldOptions): string {
     metricsBindAddress: ":8080",
     healthProbeBindAddress: ":8081",
     rbac: [],
-    permissions: { apiServers: [], net: [], read: [], env: ["LOG_FORMAT"] },
+    permissions: options.webhooks
+      ? {
+        apiServers: [],
+        // The webhook server: its port, and the loopback server its connections are forwarded to.
+        net: ["0.0.0.0:9443", "127.0.0.1"],
+        read: ["/tmp/k8s-webhook-server/serving-certs"],
+        env: ["ENABLE_WEBHOOKS", "LOG_FORMAT", "TMPDIR"],
+      }
+      : { apiServers: [], net: [], read: [], env: ["LOG_FORMAT"] },
   });
 }
 
@@ -195,7 +213,13 @@ export const ${kind} = defineResource({
   kind: "${kind}",
   scope: "Namespaced",
   spec: z.object({
-    message: z.string().default("hello").describe("What the ${kind}'s ConfigMap holds."),
+    message: z.string().default("hello").describe("What the ${kind}'s ConfigMap holds."),${
+    options.webhooks
+      ? `
+    replicas: z.number().int().min(0).optional()
+      .describe("How many copies; defaulted to 1 and capped at 10 by the webhooks."),`
+      : ""
+  }
   }),
   status: z.object({
     phase: phaseSchema(["Pending", "Ready"]).optional(),
@@ -318,15 +342,25 @@ import {
   Manager,
   type ManagerOptions,
 } from "@rudder/operator";
-import { setup${kind}Controller } from "./controllers/${lower}_controller.ts";
+import { setup${kind}Controller } from "./controllers/${lower}_controller.ts";${
+    options.webhooks
+      ? `\nimport { setup${kind}Webhook } from "./webhooks/${lower}_webhook.ts";`
+      : ""
+  }
 
 /**
- * Registers this operator's controllers and checks with \`mgr\`. \`rudder manifests\` calls it
+ * Registers this operator's controllers${
+    options.webhooks ? ", webhooks" : ""
+  } and checks with \`mgr\`. \`rudder manifests\` calls it
  * with a manager that never starts, to learn what the controllers watch (their RBAC).
  */
-export function setup(mgr: Manager): void {
+export function setup(mgr: Manager${
+    options.webhooks ? ", options: { webhooks?: boolean } = {}" : ""
+  }): void {
   mgr.addHealthzCheck("ping", () => {});
-  setup${kind}Controller(mgr);
+  setup${kind}Controller(mgr);${
+    options.webhooks ? `\n  if (options.webhooks ?? true) setup${kind}Webhook(mgr);` : ""
+  }
 }
 
 /** The operator's manager, configured from the environment, with its controllers. */
@@ -341,7 +375,7 @@ export function createManager(overrides: Partial<ManagerOptions> = {}): Manager 
     leaderElectionReleaseOnCancel: true,
     ...overrides,
   });
-  setup(mgr);
+  setup(mgr${options.webhooks ? `, { webhooks: process.env.ENABLE_WEBHOOKS === "true" }` : ""});
   return mgr;
 }
 
@@ -536,6 +570,48 @@ derived from what the controllers watch and own; add rules the reconciler needs 
 `;
 }
 
+function webhookModule(options: ScaffoldOptions): string {
+  const { kind, lower } = names(options);
+  return `/**
+ * The ${kind} webhooks: a defaulter (\`spec.replicas\` is 1 unless set) and a validator that caps
+ * \`spec.replicas\` at \`MAX_REPLICAS\`. The API server calls them before it stores a ${kind}.
+ *
+ * @module
+ */
+
+import type { Manager } from "@rudder/operator";
+import { AdmissionDeniedError, newWebhookManagedBy } from "@rudder/operator/webhook";
+import { ${kind} } from "../api/${lower}.ts";
+
+/** The most copies a ${kind} may ask for. */
+export const MAX_REPLICAS = 10;
+
+function validate(${lower}: ${kind}): string[] {
+  const replicas = ${lower}.spec.replicas ?? 1;
+  if (replicas > MAX_REPLICAS) {
+    throw new AdmissionDeniedError(
+      \`spec.replicas must be at most \${MAX_REPLICAS}, not \${replicas}\`,
+      { code: 422, reason: "Invalid" },
+    );
+  }
+  return [];
+}
+
+/** Registers the ${kind} webhooks with the manager's webhook server. */
+export function setup${kind}Webhook(mgr: Manager): void {
+  newWebhookManagedBy(mgr).for(${kind})
+    .withDefaulter((${lower}) => {
+      ${lower}.spec.replicas ??= 1;
+    })
+    .withValidator({
+      validateCreate: (${lower}) => validate(${lower}),
+      validateUpdate: (_old, ${lower}) => validate(${lower}),
+    })
+    .complete();
+}
+`;
+}
+
 /** The files of a new project, by path relative to its directory. */
 export function scaffold(
   options: ScaffoldOptions,
@@ -551,6 +627,7 @@ export function scaffold(
     [n.apiFile, apiModule(options)],
     [n.controllerFile, controllerModule(options)],
     [n.testFile, controllerTest(options)],
+    ...(options.webhooks ? [[n.webhookFile, webhookModule(options)] as [string, string]] : []),
     ["Dockerfile", dockerfile(options)],
     [".dockerignore", `*\n!dist/${options.name}\n`],
     [".gitignore", "dist/\nnode_modules/\n"],

@@ -8,7 +8,9 @@ import { defineResource } from "../../lib/api/resource.ts";
 import type { Manager } from "../../lib/manager/manager.ts";
 import { newWebhookManagedBy } from "../../lib/webhook/mod.ts";
 import { discoverSetup, type Discovery } from "../../cli/discover.ts";
+import { DEPENDENCY_VERSIONS } from "../../cli/init.ts";
 import { generateManifests, type ManifestSettings } from "../../cli/manifests.ts";
+import { scaffold } from "../../cli/templates.ts";
 
 const T = { timeout: 30_000 };
 
@@ -143,4 +145,33 @@ describe("rudder manifests with webhooks", () => {
       assert.ok(pod.volumes[0].emptyDir);
     },
   );
+});
+
+describe("rudder init --webhooks", () => {
+  const base = { name: "memcached-operator", group: "cache.example.com", version: "v1alpha1" };
+  const options = { ...base, kind: "Memcached", local: "/src/rudder", webhooks: true };
+
+  it("adds a defaulting and validating webhook and registers it in setup(mgr)", T, () => {
+    const files = scaffold(options, DEPENDENCY_VERSIONS);
+    const webhook = files.get("webhooks/memcached_webhook.ts")!;
+    assert.match(webhook, /newWebhookManagedBy\(mgr\)\.for\(Memcached\)/);
+    assert.match(webhook, /memcached\.spec\.replicas \?\?= 1/);
+    assert.match(webhook, /MAX_REPLICAS = 10/);
+    const main = files.get("main.ts")!;
+    assert.match(main, /if \(options\.webhooks \?\? true\) setupMemcachedWebhook\(mgr\)/);
+    assert.match(main, /process\.env\.ENABLE_WEBHOOKS === "true"/);
+    assert.equal(
+      JSON.parse(files.get("deno.json")!).imports["@rudder/operator/webhook"],
+      "/src/rudder/lib/webhook/mod.ts",
+    );
+    assert.match(files.get("api/memcached.ts")!, /replicas: z\.number\(\)\.int\(\)\.min\(0\)/);
+    const permissions = JSON.parse(files.get("rudder.json")!).permissions;
+    assert.ok(permissions.env.includes("ENABLE_WEBHOOKS"));
+  });
+
+  it("leaves webhooks out without the flag", T, () => {
+    const files = scaffold({ ...options, webhooks: false }, DEPENDENCY_VERSIONS);
+    assert.equal(files.has("webhooks/memcached_webhook.ts"), false);
+    assert.doesNotMatch(files.get("main.ts")!, /Webhook/);
+  });
 });
