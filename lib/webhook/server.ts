@@ -86,14 +86,23 @@ export interface RegisteredWebhook extends WebhookInfo {
 /** A `fetch`-style handler of one path. */
 export type WebhookHandler = (request: Request) => Response | Promise<Response>;
 
+/** An inner HTTPS server: one certificate, and the connections forwarded to it. */
 interface Inner {
-  readonly port: number;
+  port: number;
   readonly cert: string;
+  /** Client and upstream sockets of the connections forwarded to it. */
+  readonly sockets: Set<net.Socket>;
+  /** Connections forwarded to it and not yet closed. */
   connections: number;
+  /** Requests it is answering. */
+  inFlight: number;
   retired: boolean;
-  stopped?: Promise<void>;
+  closed?: Promise<void>;
   stop(): Promise<void>;
 }
+
+/** Milliseconds a stop waits for the requests in progress before closing their connections. */
+const REQUEST_GRACE_MS = 10_000;
 
 const log = getLogger(["rudder", "webhook"]);
 
@@ -122,7 +131,6 @@ export class WebhookServer implements Runnable {
   readonly #infos = new Map<string, WebhookInfo>();
   readonly #conversions = new ConversionRegistry();
   readonly #metrics: WebhookMetrics;
-  readonly #sockets = new Set<net.Socket>();
   readonly #started = Promise.withResolvers<void>();
   #front: net.Server | undefined;
   #inner: Inner | undefined;
@@ -298,11 +306,29 @@ export class WebhookServer implements Runnable {
   #retire(inner: Inner): void {
     inner.retired = true;
     this.#retired.add(inner);
-    const stop = () => {
-      inner.stopped ??= inner.stop().catch(() => {}).finally(() => this.#retired.delete(inner));
-    };
-    if (inner.connections === 0) stop();
-    else setTimeout(stop, this.#options.drainTimeout ?? DEFAULT_DRAIN_TIMEOUT_MS).unref?.();
+    if (inner.connections === 0) this.#close(inner);
+    else {
+      setTimeout(() => this.#close(inner), this.#options.drainTimeout ?? DEFAULT_DRAIN_TIMEOUT_MS)
+        .unref?.();
+    }
+  }
+
+  /**
+   * Closes an inner server: waits (a while) for its requests in progress, then closes the
+   * connections forwarded to it (idle keep-alive connections would hold a graceful shutdown
+   * open for ever) and stops it.
+   */
+  #close(inner: Inner): Promise<void> {
+    inner.closed ??= (async () => {
+      const deadline = Date.now() + REQUEST_GRACE_MS;
+      while (inner.inFlight > 0 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      for (const socket of inner.sockets) socket.destroy();
+      await inner.stop().catch(() => {});
+      this.#retired.delete(inner);
+    })();
+    return inner.closed;
   }
 
   #certDir(): string {
@@ -360,8 +386,31 @@ export class WebhookServer implements Runnable {
   }
 
   async #startInner(cert: string, key: string): Promise<Inner> {
-    const served = await serveTLS(this.#fetch(), cert, key);
-    return { ...served, cert, connections: 0, retired: false };
+    const inner: Inner = {
+      port: 0,
+      cert,
+      sockets: new Set(),
+      connections: 0,
+      inFlight: 0,
+      retired: false,
+      stop: () => Promise.resolve(),
+    };
+    const fetch = this.#fetch();
+    const served = await serveTLS(
+      async (request) => {
+        inner.inFlight++;
+        try {
+          return await fetch(request);
+        } finally {
+          inner.inFlight--;
+        }
+      },
+      cert,
+      key,
+    );
+    inner.port = served.port;
+    inner.stop = served.stop;
+    return inner;
   }
 
   async #listen(): Promise<net.Server> {
@@ -391,20 +440,18 @@ export class WebhookServer implements Runnable {
     const upstream = net.connect(inner.port, "127.0.0.1");
     client.setNoDelay(true);
     upstream.setNoDelay(true);
-    this.#sockets.add(client);
-    this.#sockets.add(upstream);
+    inner.sockets.add(client);
+    inner.sockets.add(upstream);
     let closed = false;
     const close = () => {
       client.destroy();
       upstream.destroy();
       if (closed) return;
       closed = true;
-      this.#sockets.delete(client);
-      this.#sockets.delete(upstream);
+      inner.sockets.delete(client);
+      inner.sockets.delete(upstream);
       inner.connections--;
-      if (inner.retired && inner.connections === 0) {
-        inner.stopped ??= inner.stop().catch(() => {}).finally(() => this.#retired.delete(inner));
-      }
+      if (inner.retired && inner.connections === 0) this.#close(inner);
     };
     client.on("error", close);
     upstream.on("error", close);
@@ -418,13 +465,14 @@ export class WebhookServer implements Runnable {
     this.#serving = false;
     const front = this.#front;
     this.#front = undefined;
-    if (front) await new Promise<void>((resolve) => front.close(() => resolve()));
+    // No new connections; the callback comes once the forwarded ones are closed below.
+    const frontClosed = front
+      ? new Promise<void>((resolve) => front.close(() => resolve()))
+      : Promise.resolve();
     const inners = [...this.#retired, ...(this.#inner ? [this.#inner] : [])];
     this.#inner = undefined;
-    // The inner servers finish the requests in progress, then the proxied sockets can go.
-    await Promise.all(inners.map((inner) => (inner.stopped ??= inner.stop().catch(() => {}))));
-    for (const socket of this.#sockets) socket.destroy();
-    this.#sockets.clear();
+    await Promise.all(inners.map((inner) => this.#close(inner)));
+    await frontClosed;
     this.#retired.clear();
   }
 }

@@ -206,7 +206,7 @@ before(async () => {
 
 after(async () => {
   stop.abort();
-  await running?.catch(() => {});
+  await running;
   await env.stop();
 }, HOOK);
 
