@@ -2,6 +2,8 @@
 // 4xx for malformed and oversized bodies while it keeps serving, a certificate replaced on disk
 // while requests flow, readiness, and the metric families fed by real requests.
 import { after, before, describe, it } from "node:test";
+import { Buffer } from "node:buffer";
+import tls from "node:tls";
 import assert from "node:assert/strict";
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -130,7 +132,10 @@ describe("WebhookServer", () => {
       text,
       /controller_runtime_webhook_requests_in_flight\{webhook="\/validate-configmaps"\} 0/,
     );
-    assert.match(text, /controller_runtime_webhook_latency_seconds_bucket\{webhook="\/validate-configmaps",le="0.005"\}/);
+    assert.match(
+      text,
+      /controller_runtime_webhook_latency_seconds_bucket\{webhook="\/validate-configmaps",le="0.005"\}/,
+    );
   });
 
   it("swaps in a certificate replaced on disk while requests flow, failing none", T, async () => {
@@ -205,4 +210,71 @@ describe("WebhookServer without certificates", () => {
       rmSync(empty, { recursive: true, force: true });
     }
   });
+});
+
+describe("WebhookServer stopping", () => {
+  it(
+    "answers the request in progress, then stops despite idle keep-alive connections",
+    T,
+    async () => {
+      const stopDir = mkdtempSync(join(tmpdir(), "rudder-webhook-stop-"));
+      try {
+        const ca = await createCertificateAuthority("webhook-stop-ca");
+        const pair = await ca.issueServing({ commonName: "localhost", ips: ["127.0.0.1"] });
+        writeFileSync(join(stopDir, "tls.crt"), pair.cert);
+        writeFileSync(join(stopDir, "tls.key"), pair.key);
+        const server = new WebhookServer({
+          host: "127.0.0.1",
+          port: 0,
+          certDir: stopDir,
+          metricsRegistry: new Registry(),
+        });
+        let release!: () => void;
+        const released = new Promise<void>((resolve) => (release = resolve));
+        server.register(
+          "/slow",
+          admissionHandler(async () => {
+            await released;
+            return allowed();
+          }),
+        );
+        server.register("/fast", admissionHandler(() => allowed()));
+        const stop = new AbortController();
+        const running = server.start(stop.signal);
+        await server.started();
+        // A keep-alive connection that stays open and idle after its request.
+        const idle = tls.connect({
+          host: "127.0.0.1",
+          port: server.port!,
+          ca: ca.cert,
+          servername: "localhost",
+          ALPNProtocols: ["http/1.1"],
+        });
+        const firstAnswer = new Promise<string>((resolve, reject) => {
+          idle.once("data", (chunk) => resolve(String(chunk)));
+          idle.once("error", reject);
+        });
+        await new Promise<void>((resolve) => idle.once("secureConnect", () => resolve()));
+        idle.write(
+          `POST /fast HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n` +
+            `Content-Length: ${
+              Buffer.byteLength(REVIEW)
+            }\r\nConnection: keep-alive\r\n\r\n${REVIEW}`,
+        );
+        assert.match(await firstAnswer, /^HTTP\/1\.1 200/);
+        const slow = tlsFetch(`${server.url}/slow`, [ca.cert], post(REVIEW));
+        await new Promise((resolve) => setTimeout(resolve, 300)); // the slow request is in progress
+        const began = Date.now();
+        stop.abort();
+        setTimeout(release, 300);
+        assert.equal((await slow).status, 200);
+        await running;
+        assert.ok(Date.now() - began < 5_000, `stopping took ${Date.now() - began} ms`);
+        assert.throws(() => server.startedChecker()(), /not serving/);
+        idle.destroy();
+      } finally {
+        rmSync(stopDir, { recursive: true, force: true });
+      }
+    },
+  );
 });
