@@ -41,6 +41,7 @@ import {
 } from "../metrics/mod.ts";
 import { EventRecorder } from "../util/events.ts";
 import type { WebhookHost } from "../webhook/builder.ts";
+import { CertificateRotator, type CertificateRotatorOptions } from "../webhook/rotation.ts";
 import { WebhookServer, type WebhookServerOptions } from "../webhook/server.ts";
 import { type Checker, Checks, healthApp, informersReady } from "./health.ts";
 import { LeaderElectionLostError, LeaderElector } from "./leader_election.ts";
@@ -91,6 +92,12 @@ export interface ManagerOptions {
    * `<tmpdir>/k8s-webhook-server/serving-certs`). It starts only when webhooks are registered.
    */
   webhookServer?: WebhookServer | WebhookServerOptions;
+  /**
+   * Provision the webhook server's certificate without cert-manager: a CA and serving
+   * certificate kept in a Secret, written to the server's `certDir`, injected into the named
+   * webhook configurations and CRDs, renewed by the leader before expiry (`CertificateRotator`).
+   */
+  webhookCertificates?: Omit<CertificateRotatorOptions, "client" | "certDir" | "isLeader">;
   /** The registry metrics are served from; default the global `registry`. */
   metricsRegistry?: Registry;
 }
@@ -215,6 +222,7 @@ export class Manager implements ControllerHost, WebhookHost {
   #started = false;
   #servers: { name: string; server: RunningServer }[] = [];
   #webhookServer: WebhookServer | undefined;
+  #leading = false;
 
   /** Creates a manager; nothing runs until {@linkcode Manager.start}. */
   constructor(options: ManagerOptions = {}) {
@@ -359,11 +367,23 @@ export class Manager implements ControllerHost, WebhookHost {
     const electorStop = new AbortController();
     const webhookStop = new AbortController();
     let webhookRun: Promise<void> | undefined;
+    let rotator: CertificateRotator | undefined;
+    let rotatorRun: Promise<void> | undefined;
     try {
       await this.#loadConfig();
       await this.#startServers();
       const webhooks = this.#webhookServer;
       if (webhooks?.hasHandlers()) {
+        if (this.#options.webhookCertificates) {
+          rotator = new CertificateRotator({
+            ...this.#options.webhookCertificates,
+            client: this.#apiReader,
+            certDir: webhooks.certDir,
+            isLeader: () => this.#leading,
+          });
+          await rotator.ensure(); // the server needs its certificate to start
+          rotatorRun = rotator.start(webhookStop.signal);
+        }
         this.#readyz.add("webhook", webhooks.startedChecker());
         webhookRun = webhooks.start(webhookStop.signal).catch(fail);
         await Promise.race([webhooks.started(), webhookRun]);
@@ -382,10 +402,14 @@ export class Manager implements ControllerHost, WebhookHost {
         ]);
         if (won) {
           this.#log.info("Elected leader as {identity}", { identity: this.#identity });
+          this.#leading = true;
+          this.#injectWebhookCA(rotator);
           this.#elected.resolve();
           this.#leaderRunnables.start(fail);
         }
       } else {
+        this.#leading = true;
+        this.#injectWebhookCA(rotator);
         this.#elected.resolve();
         this.#leaderRunnables.start(fail);
       }
@@ -403,7 +427,7 @@ export class Manager implements ControllerHost, WebhookHost {
       const lost = failure instanceof LeaderElectionLostError;
       const stopWebhooks = async () => {
         webhookStop.abort();
-        await webhookRun;
+        await Promise.all([webhookRun, rotatorRun]);
       };
       const stopped = this.#stopAll(
         cacheStop,
@@ -429,6 +453,15 @@ export class Manager implements ControllerHost, WebhookHost {
       }
     }
     if (failure !== undefined) throw failure;
+  }
+
+  /** On becoming leader: renew the webhook certificate if due and inject its CA, now. */
+  #injectWebhookCA(rotator: CertificateRotator | undefined): void {
+    rotator?.ensure().catch((err) => {
+      this.#log.error("Injecting the webhook CA failed (retried hourly): {error}", {
+        error: (err as Error).message,
+      });
+    });
   }
 
   #elector(): LeaderElector {

@@ -80,6 +80,18 @@ export {
   type WebhookConfigurations,
   webhookConfigurations,
 } from "./configurations.ts";
+export {
+  certificateNotAfter,
+  generateServingCertificates,
+  type ServingCertificates,
+} from "./certificates.ts";
+export {
+  CertificateRotator,
+  type CertificateRotatorOptions,
+  DEFAULT_CERT_CHECK_INTERVAL_MS,
+  DEFAULT_CERT_VALIDITY_MS,
+  DEFAULT_RENEW_BEFORE_MS,
+} from "./rotation.ts";
 export { createJSONPatch, escapePointerToken, type JSONPatchOperation } from "./json_patch.ts";
 export {
   CONVERSION_PATH,

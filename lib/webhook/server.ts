@@ -146,6 +146,11 @@ export class WebhookServer implements Runnable {
     this.#started.promise.catch(() => {});
   }
 
+  /** The directory the certificate and key are read from. */
+  get certDir(): string {
+    return this.#certDir();
+  }
+
   /** The options it was made with. */
   get options(): Readonly<WebhookServerOptions> {
     return this.#options;
