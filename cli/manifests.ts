@@ -281,7 +281,10 @@ export function generateManifests(
     const container = (pod.containers as Record<string, unknown>[])[0];
     container.volumeMounts = webhooks.volumeMounts;
     // kubebuilder's switch, the other way round: webhooks are served where they are deployed.
-    (container.env as Record<string, unknown>[]).push({ name: "ENABLE_WEBHOOKS", value: "true" });
+    (container.env as Record<string, unknown>[]).push(
+      { name: "ENABLE_WEBHOOKS", value: "true" },
+      ...webhooks.env,
+    );
   }
   files.set("manager/deployment.yaml", toYAML(manager));
 
@@ -449,8 +452,8 @@ export const manifestsSpec: CommandSpec = {
     "cert-mode": {
       type: "string",
       value: "<mode>",
-      description: "Webhook serving certificates: cert-manager (default) or rudder (the " +
-        "operator keeps them in a Secret and injects the CA itself).",
+      description: "Webhook serving certificates: rudder (default: the operator keeps them " +
+        "in a Secret, renews them and injects the CA) or cert-manager.",
     },
   },
   details: [

@@ -188,7 +188,17 @@ function rudderJson(options: ScaffoldOptions): string {
         // The webhook server: its port, and the loopback server its connections are forwarded to.
         net: ["0.0.0.0:9443", "127.0.0.1"],
         read: ["/tmp/k8s-webhook-server/serving-certs"],
-        env: ["ENABLE_WEBHOOKS", "LOG_FORMAT", "TMPDIR"],
+        env: [
+          "ENABLE_WEBHOOKS",
+          "LOG_FORMAT",
+          "TMPDIR",
+          "WEBHOOK_CERT_NAMESPACE",
+          "WEBHOOK_CERT_SECRET",
+          "WEBHOOK_CONVERSION_CRDS",
+          "WEBHOOK_MUTATING_CONFIGURATIONS",
+          "WEBHOOK_SERVICE",
+          "WEBHOOK_VALIDATING_CONFIGURATIONS",
+        ],
       }
       : { apiServers: [], net: [], read: [], env: ["LOG_FORMAT"] },
   });
@@ -341,7 +351,11 @@ import {
   LeaderElectionLostError,
   Manager,
   type ManagerOptions,
-} from "@rudder/operator";
+} from "@rudder/operator";${
+    options.webhooks
+      ? `\nimport { webhookCertificatesFromEnv } from "@rudder/operator/webhook";`
+      : ""
+  }
 import { setup${kind}Controller } from "./controllers/${lower}_controller.ts";${
     options.webhooks
       ? `\nimport { setup${kind}Webhook } from "./webhooks/${lower}_webhook.ts";`
@@ -364,8 +378,16 @@ export function setup(mgr: Manager${
 }
 
 /** The operator's manager, configured from the environment, with its controllers. */
-export function createManager(overrides: Partial<ManagerOptions> = {}): Manager {
-  const mgr = new Manager({
+export function createManager(overrides: Partial<ManagerOptions> = {}): Manager {${
+    options.webhooks ? `\n  const webhooks = process.env.ENABLE_WEBHOOKS === "true";` : ""
+  }
+  const mgr = new Manager({${
+    options.webhooks
+      ? `
+    // Without cert-manager, the operator provisions its webhook certificate (WEBHOOK_CERT_*).
+    ...(webhooks ? { webhookCertificates: webhookCertificatesFromEnv(process.env) } : {}),`
+      : ""
+  }
     metricsBindAddress: process.env.METRICS_BIND_ADDRESS ?? ":8080",
     healthProbeBindAddress: process.env.HEALTH_PROBE_BIND_ADDRESS ?? ":8081",
     leaderElection: true,
@@ -375,7 +397,7 @@ export function createManager(overrides: Partial<ManagerOptions> = {}): Manager 
     leaderElectionReleaseOnCancel: true,
     ...overrides,
   });
-  setup(mgr${options.webhooks ? `, { webhooks: process.env.ENABLE_WEBHOOKS === "true" }` : ""});
+  setup(mgr${options.webhooks ? ", { webhooks }" : ""});
   return mgr;
 }
 

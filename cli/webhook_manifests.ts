@@ -3,12 +3,13 @@
  * ValidatingWebhookConfigurations derived from what `setup(mgr)` registers, CRD conversions
  * pointed at the Service, and the serving certificate in one of two modes:
  *
- * - `cert-manager` (the default): an `Issuer` (self-signed) and a `Certificate` whose Secret
- *   is mounted at the certificate directory; cert-manager's CA injector fills `caBundle` in
- *   every object annotated `cert-manager.io/inject-ca-from`. Needs cert-manager in the cluster.
- * - `rudder`: nothing but RBAC: the operator itself keeps a CA and serving certificate in a
- *   Secret of its namespace and patches `caBundle` in (the `webhookCertificates` runnable; see
- *   the report of issue 13 for what of it exists yet).
+ * - `rudder` (the default: the manifests apply to any cluster, with nothing installed first): the operator itself keeps a CA and serving certificate in a
+ *   Secret of its namespace, renews it, and injects `caBundle` (`CertificateRotator`, the
+ *   Manager's `webhookCertificates`, configured from the `WEBHOOK_*` environment written
+ *   here; see `webhookCertificatesFromEnv`). The manifests add its RBAC.
+ * - `cert-manager`: an `Issuer` (self-signed) and a `Certificate` whose Secret is mounted at
+ *   the certificate directory; cert-manager's CA injector fills `caBundle` in every object
+ *   annotated `cert-manager.io/inject-ca-from`. Needs cert-manager in the cluster.
  *
  * @module
  */
@@ -20,7 +21,7 @@ import type { CRDObject, Discovery } from "./discover.ts";
 export type CertMode = "cert-manager" | "rudder";
 
 /** The certificate modes `--cert-mode` accepts; the first is the default. */
-export const CERT_MODES: readonly CertMode[] = ["cert-manager", "rudder"];
+export const CERT_MODES: readonly CertMode[] = ["rudder", "cert-manager"];
 
 /** Where the container reads `tls.crt` and `tls.key`: controller-runtime's default. */
 export const WEBHOOK_CERT_DIR = "/tmp/k8s-webhook-server/serving-certs";
@@ -35,6 +36,8 @@ export interface WebhookManifests {
   volumes: Record<string, unknown>[];
   /** Mounts of the manager container. */
   volumeMounts: Record<string, unknown>[];
+  /** Environment of the manager container (rudder mode: what its CertificateRotator needs). */
+  env: Record<string, unknown>[];
   /** Namespaced rules the operator needs (rudder mode: its Secret). */
   namespacedRules: PolicyRule[];
   /** Cluster rules the operator needs (rudder mode: patch its configurations and CRDs). */
@@ -121,6 +124,7 @@ export function webhookManifests(
   });
   const volumes: Record<string, unknown>[] = [];
   const volumeMounts: Record<string, unknown>[] = [];
+  const env: Record<string, unknown>[] = [];
   const namespacedRules: PolicyRule[] = [];
   const clusterRules: PolicyRule[] = [];
   if (certMode === "cert-manager") {
@@ -166,6 +170,23 @@ export function webhookManifests(
         verbs: ["get", "patch", "update"],
       });
     }
+    env.push(
+      { name: "WEBHOOK_CERT_SECRET", value: secret },
+      {
+        name: "WEBHOOK_CERT_NAMESPACE",
+        valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } },
+      },
+      { name: "WEBHOOK_SERVICE", value: service },
+      {
+        name: "WEBHOOK_MUTATING_CONFIGURATIONS",
+        value: configurations.includes("mutating") ? configurationNames.mutating : "",
+      },
+      {
+        name: "WEBHOOK_VALIDATING_CONFIGURATIONS",
+        value: configurations.includes("validating") ? configurationNames.validating : "",
+      },
+      { name: "WEBHOOK_CONVERSION_CRDS", value: [...converting].sort().join(",") },
+    );
     if (converting.length > 0) {
       clusterRules.push({
         apiGroups: ["apiextensions.k8s.io"],
@@ -175,5 +196,5 @@ export function webhookManifests(
       });
     }
   }
-  return { files, crds, volumes, volumeMounts, namespacedRules, clusterRules };
+  return { files, crds, volumes, volumeMounts, env, namespacedRules, clusterRules };
 }

@@ -19,6 +19,7 @@ import {
   type ManagerOptions,
 } from "../../mod.ts";
 import { setupExampleController } from "./controllers/example_controller.ts";
+import { webhookCertificatesFromEnv } from "../../lib/webhook/mod.ts";
 import { setupExampleWebhook } from "./webhooks/example_webhook.ts";
 
 /**
@@ -39,7 +40,10 @@ export function createManager(
   overrides: Partial<ManagerOptions> = {},
   options: { webhooks?: boolean } = {},
 ): Manager {
+  const webhooks = options.webhooks ?? process.env.ENABLE_WEBHOOKS === "true";
   const mgr = new Manager({
+    // Without cert-manager, the operator provisions its webhook certificate (WEBHOOK_CERT_*).
+    ...(webhooks ? { webhookCertificates: webhookCertificatesFromEnv(process.env) } : {}),
     metricsBindAddress: process.env.METRICS_BIND_ADDRESS ?? "127.0.0.1:8080",
     healthProbeBindAddress: process.env.HEALTH_PROBE_BIND_ADDRESS ?? ":8081",
     leaderElection: true,
@@ -47,7 +51,7 @@ export function createManager(
     leaderElectionNamespace: process.env.LEADER_ELECTION_NAMESPACE,
     ...overrides,
   });
-  setup(mgr, { webhooks: options.webhooks ?? process.env.ENABLE_WEBHOOKS === "true" });
+  setup(mgr, { webhooks });
   return mgr;
 }
 

@@ -91,6 +91,8 @@ export {
   DEFAULT_CERT_CHECK_INTERVAL_MS,
   DEFAULT_CERT_VALIDITY_MS,
   DEFAULT_RENEW_BEFORE_MS,
+  WEBHOOK_CERT_ENV,
+  webhookCertificatesFromEnv,
 } from "./rotation.ts";
 export { createJSONPatch, escapePointerToken, type JSONPatchOperation } from "./json_patch.ts";
 export {

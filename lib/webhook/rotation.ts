@@ -358,3 +358,51 @@ async function updateIfChanged<T>(
   }
   throw new Error("injecting the webhook CA kept conflicting");
 }
+
+/** Environment variables {@linkcode webhookCertificatesFromEnv} reads. */
+export const WEBHOOK_CERT_ENV = [
+  "WEBHOOK_CERT_SECRET",
+  "WEBHOOK_CERT_NAMESPACE",
+  "WEBHOOK_SERVICE",
+  "WEBHOOK_MUTATING_CONFIGURATIONS",
+  "WEBHOOK_VALIDATING_CONFIGURATIONS",
+  "WEBHOOK_CONVERSION_CRDS",
+] as const;
+
+/**
+ * The Manager's `webhookCertificates` from the environment `rudder manifests --cert-mode rudder`
+ * gives the Deployment: `WEBHOOK_CERT_SECRET` (the Secret), `WEBHOOK_CERT_NAMESPACE` (the pod's
+ * namespace), `WEBHOOK_SERVICE` (the Service, for the DNS names), and comma-separated
+ * `WEBHOOK_MUTATING_CONFIGURATIONS`, `WEBHOOK_VALIDATING_CONFIGURATIONS` and
+ * `WEBHOOK_CONVERSION_CRDS`. `undefined` without `WEBHOOK_CERT_SECRET` (cert-manager mode).
+ *
+ * @example
+ * ```ts ignore
+ * import process from "node:process";
+ * import { Manager } from "@rudder/operator";
+ * import { webhookCertificatesFromEnv } from "@rudder/operator/webhook";
+ *
+ * const mgr = new Manager({ webhookCertificates: webhookCertificatesFromEnv(process.env) });
+ * ```
+ */
+export function webhookCertificatesFromEnv(
+  env: Record<string, string | undefined>,
+): Omit<CertificateRotatorOptions, "client" | "certDir" | "isLeader"> | undefined {
+  const secretName = env.WEBHOOK_CERT_SECRET;
+  if (!secretName) return undefined;
+  const namespace = env.WEBHOOK_CERT_NAMESPACE;
+  const service = env.WEBHOOK_SERVICE;
+  if (!namespace || !service) {
+    throw new Error("WEBHOOK_CERT_SECRET needs WEBHOOK_CERT_NAMESPACE and WEBHOOK_SERVICE");
+  }
+  const list = (value: string | undefined) =>
+    (value ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  return {
+    namespace,
+    secretName,
+    dnsNames: [`${service}.${namespace}.svc`, `${service}.${namespace}.svc.cluster.local`],
+    mutatingWebhookConfigurations: list(env.WEBHOOK_MUTATING_CONFIGURATIONS),
+    validatingWebhookConfigurations: list(env.WEBHOOK_VALIDATING_CONFIGURATIONS),
+    crds: list(env.WEBHOOK_CONVERSION_CRDS),
+  };
+}

@@ -15,6 +15,7 @@ import {
   CertificateRotator,
   type CertificateRotatorOptions,
   generateServingCertificates,
+  webhookCertificatesFromEnv,
 } from "../../lib/webhook/mod.ts";
 
 const T = { timeout: 30_000 };
@@ -172,5 +173,36 @@ describe("CertificateRotator", () => {
     } finally {
       done();
     }
+  });
+});
+
+describe("webhookCertificatesFromEnv", () => {
+  it("reads what rudder manifests --cert-mode rudder puts in the Deployment", T, () => {
+    assert.equal(webhookCertificatesFromEnv({}), undefined);
+    assert.deepEqual(
+      webhookCertificatesFromEnv({
+        WEBHOOK_CERT_SECRET: "op-webhook-server-cert",
+        WEBHOOK_CERT_NAMESPACE: "op-system",
+        WEBHOOK_SERVICE: "op-webhook-service",
+        WEBHOOK_MUTATING_CONFIGURATIONS: "",
+        WEBHOOK_VALIDATING_CONFIGURATIONS: "op-validating-webhook-configuration",
+        WEBHOOK_CONVERSION_CRDS: "a.example.com, b.example.com",
+      }),
+      {
+        namespace: "op-system",
+        secretName: "op-webhook-server-cert",
+        dnsNames: [
+          "op-webhook-service.op-system.svc",
+          "op-webhook-service.op-system.svc.cluster.local",
+        ],
+        mutatingWebhookConfigurations: [],
+        validatingWebhookConfigurations: ["op-validating-webhook-configuration"],
+        crds: ["a.example.com", "b.example.com"],
+      },
+    );
+    assert.throws(
+      () => webhookCertificatesFromEnv({ WEBHOOK_CERT_SECRET: "x" }),
+      /WEBHOOK_SERVICE/,
+    );
   });
 });

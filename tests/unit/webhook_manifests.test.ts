@@ -66,8 +66,8 @@ describe("rudder manifests with webhooks", () => {
     ]);
   });
 
-  it("writes cert-manager objects and CA injection by default", T, async () => {
-    const files = generateManifests(settings, await discovery());
+  it("writes cert-manager objects and CA injection in cert-manager mode", T, async () => {
+    const files = generateManifests(settings, await discovery(), { certMode: "cert-manager" });
     const mutating = parse(files.get("webhook/mutating_webhook_configuration.yaml")!);
     assert.equal(mutating.kind, "MutatingWebhookConfiguration");
     assert.deepEqual(mutating.metadata.annotations, {
@@ -122,10 +122,10 @@ describe("rudder manifests with webhooks", () => {
   });
 
   it(
-    "in rudder mode, writes RBAC for the operator's own certificates and no cert-manager",
+    "by default, writes RBAC and environment for the operator's own certificates",
     T,
     async () => {
-      const files = generateManifests(settings, await discovery(), { certMode: "rudder" });
+      const files = generateManifests(settings, await discovery());
       assert.equal(files.has("certmanager/certificate.yaml"), false);
       const mutating = parse(files.get("webhook/mutating_webhook_configuration.yaml")!);
       assert.equal(mutating.metadata.annotations, undefined);
@@ -143,6 +143,14 @@ describe("rudder manifests with webhooks", () => {
       ]);
       const pod = parse(files.get("manager/deployment.yaml")!).spec.template.spec;
       assert.ok(pod.volumes[0].emptyDir);
+      const env = Object.fromEntries(
+        pod.containers[0].env.map((e: { name: string; value?: string }) => [e.name, e.value]),
+      );
+      assert.equal(env.ENABLE_WEBHOOKS, "true");
+      assert.equal(env.WEBHOOK_CERT_SECRET, "thing-webhook-server-cert");
+      assert.equal(env.WEBHOOK_SERVICE, "thing-webhook-service");
+      assert.equal(env.WEBHOOK_VALIDATING_CONFIGURATIONS, "thing-validating-webhook-configuration");
+      assert.equal(env.WEBHOOK_CONVERSION_CRDS, "things.manifests.example.com");
     },
   );
 });
