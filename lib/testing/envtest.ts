@@ -30,7 +30,7 @@ import { parseAllDocuments, stringify } from "yaml";
 import type {
   MutatingWebhookConfiguration,
   ValidatingWebhookConfiguration,
-} from "../api/generated/admissionregistration_v1.ts";
+} from "../api/builtins.ts";
 import type { AuthProvider, KubeConfig } from "../kube/config.ts";
 import { ApiError, isAlreadyExists, isNotFound } from "../kube/errors.ts";
 import { RestClient } from "../kube/rest.ts";

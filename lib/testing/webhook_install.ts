@@ -15,8 +15,8 @@ import { join } from "node:path";
 import type {
   MutatingWebhookConfiguration,
   ValidatingWebhookConfiguration,
-  WebhookClientConfig,
-} from "../api/generated/admissionregistration_v1.ts";
+} from "../api/builtins.ts";
+import type { WebhookClientConfig } from "../webhook/configurations.ts";
 import { isAlreadyExists } from "../kube/errors.ts";
 import type { RestClient } from "../kube/rest.ts";
 import { createCertificateAuthority } from "./certs.ts";

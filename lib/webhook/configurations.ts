@@ -8,13 +8,18 @@
  */
 
 import type {
-  MutatingWebhook,
   MutatingWebhookConfiguration,
-  ValidatingWebhook,
   ValidatingWebhookConfiguration,
-  WebhookClientConfig,
-} from "../api/generated/admissionregistration_v1.ts";
+} from "../api/builtins.ts";
 import type { RegisteredWebhook } from "./server.ts";
+
+type MutatingWebhook = NonNullable<MutatingWebhookConfiguration["webhooks"]>[number];
+type ValidatingWebhook = NonNullable<ValidatingWebhookConfiguration["webhooks"]>[number];
+
+/** How the API server reaches a webhook: a Service (with a path) or a URL, and the CA bundle. */
+export type WebhookClientConfig = NonNullable<
+  MutatingWebhookConfiguration["webhooks"]
+>[number]["clientConfig"];
 
 /** Options of {@linkcode webhookConfigurations}. */
 export interface WebhookConfigurationOptions {

@@ -76,6 +76,7 @@ export {
   type SpokeConversion,
 } from "./conversion.ts";
 export {
+  type WebhookClientConfig,
   type WebhookConfigurationOptions,
   type WebhookConfigurations,
   webhookConfigurations,
