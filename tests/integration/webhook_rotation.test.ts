@@ -10,6 +10,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import tls from "node:tls";
+import { parse } from "yaml";
 import { z } from "zod";
 import {
   ConfigMap,
@@ -245,5 +246,43 @@ describe("webhook certificates kept by the operator", () => {
       "base64",
     ).toString();
     assert.equal(after, ca, "a renewal keeps the CA");
+  });
+});
+
+describe("rudder manifests for an operator with webhooks", () => {
+  it("apply cleanly to the API server", T, async () => {
+    const { discoverSetup } = await import("../../cli/discover.ts");
+    const { generateManifests } = await import("../../cli/manifests.ts");
+    const { setup } = await import("../../examples/example-operator/main.ts");
+    const { Example } = await import("../../examples/example-operator/api/example.ts");
+    const registered = await discoverSetup((m) => setup(m, { webhooks: true }));
+    const files = generateManifests({
+      name: "example-operator",
+      namespace: "example-operator-system",
+      image: "example-operator:0.1.0",
+      metricsBindAddress: ":8080",
+      healthProbeBindAddress: ":8081",
+      rbac: [],
+    }, { crds: [Example.crd()] as never, ...registered });
+    const kinds: string[] = [];
+    for (const [path, text] of files) {
+      if (path === "kustomization.yaml") continue;
+      const object = parse(text);
+      await client.create(object);
+      kinds.push(object.kind);
+    }
+    assert.deepEqual(kinds.sort(), [
+      "ClusterRole",
+      "ClusterRoleBinding",
+      "CustomResourceDefinition",
+      "Deployment",
+      "MutatingWebhookConfiguration",
+      "Namespace",
+      "Role",
+      "RoleBinding",
+      "Service",
+      "ServiceAccount",
+      "ValidatingWebhookConfiguration",
+    ]);
   });
 });
