@@ -179,6 +179,14 @@ export class WebhookServer implements Runnable {
     }
   }
 
+  /**
+   * Answers `request` as the server would over TLS (metrics, body limit, dispatch by path),
+   * without a network: for tests, or to mount the webhooks in another server.
+   */
+  fetch(request: Request): Promise<Response> {
+    return this.#fetch()(request);
+  }
+
   /** The registered paths. */
   paths(): string[] {
     return [...this.#handlers.keys()];

@@ -49,6 +49,9 @@ const Widget = defineResource({
     replicas: z.int().optional(),
     class: z.string().optional(),
     note: z.string().optional(),
+  }).refine((spec) => spec.note !== "forbidden", {
+    message: "a note must not say forbidden",
+    path: ["note"],
   }),
   versions: [WidgetV2],
 });
@@ -118,6 +121,7 @@ before(async () => {
     },
   });
   newWebhookManagedBy(mgr).for(Widget)
+    .withSchemaValidation()
     .withDefaulter((w) => {
       w.spec.replicas ??= 1;
       w.spec.class ??= "standard";
@@ -280,6 +284,12 @@ describe("admission webhooks called by the API server", () => {
       await client.create(widget("after-bug", {}));
     },
   );
+
+  it("enforces the zod refinements a CRD cannot, naming the field", T, async () => {
+    const err = await denial(client.create(widget("refined", { note: "forbidden" })));
+    assert.equal(err.code, 422);
+    assert.match(err.message, /spec\.note: a note must not say forbidden/);
+  });
 
   it("serves a raw handler for a built-in kind", T, async () => {
     const err = await denial(client.create({

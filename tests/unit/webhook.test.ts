@@ -688,3 +688,74 @@ describe("webhookMetrics", () => {
     );
   });
 });
+
+describe("withSchemaValidation", () => {
+  const Bounded = defineResource({
+    group: "schema.example.com",
+    version: "v1",
+    kind: "Bounded",
+    scope: "Namespaced",
+    spec: z.object({ min: z.int(), max: z.int() }).refine((s) => s.min <= s.max, {
+      message: "min must not exceed max",
+      path: ["min"],
+    }),
+  });
+
+  function reviewOf(operation: string, spec: unknown): string {
+    const object = {
+      apiVersion: "schema.example.com/v1",
+      kind: "Bounded",
+      metadata: { name: "b", namespace: "default" },
+      spec,
+    };
+    return JSON.stringify(review({
+      ...REQUEST,
+      operation,
+      object,
+      ...(operation === "UPDATE" ? { oldObject: object } : {}),
+    }));
+  }
+
+  it(
+    "denies what the zod schema refuses, naming the failing field, then runs the validator",
+    T,
+    async () => {
+      const server = new WebhookServer();
+      const seen: number[] = [];
+      newWebhookManagedBy({ getWebhookServer: () => server }).for(Bounded)
+        .withSchemaValidation()
+        .withValidator({ validateCreate: (b) => void seen.push(b.spec.max) })
+        .complete();
+      const url = "https://localhost/validate-schema-example-com-v1-bounded";
+      const ask = async (operation: string, spec: unknown) => {
+        const response = await server.fetch(
+          new Request(url, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: reviewOf(operation, spec),
+          }),
+        );
+        return (await response.json()).response;
+      };
+      const refused = await ask("CREATE", { min: 5, max: 1 });
+      assert.equal(refused.allowed, false);
+      assert.equal(refused.status.code, 422);
+      assert.match(refused.status.message, /spec\.min: min must not exceed max/);
+      assert.deepEqual(refused.status.details.causes[0].field, "spec.min");
+      assert.equal((await ask("UPDATE", { min: 1, max: "x" })).status.code, 422);
+      assert.equal((await ask("CREATE", { min: 1, max: 2 })).allowed, true);
+      assert.deepEqual(seen, [2]);
+    },
+  );
+
+  it("needs a defineResource kind", T, () => {
+    const server = new WebhookServer();
+    assert.throws(
+      () =>
+        newWebhookManagedBy({ getWebhookServer: () => server })
+          .for({ ...Widget, parse: undefined, safeParse: undefined } as never)
+          .withSchemaValidation().complete(),
+      /needs a kind made by defineResource/,
+    );
+  });
+});
