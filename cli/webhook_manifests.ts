@@ -15,6 +15,7 @@
  */
 
 import type { PolicyRule } from "./project.ts";
+import { webhookConfigurations } from "../lib/webhook/configurations.ts";
 import type { CRDObject, Discovery } from "./discover.ts";
 
 /** How the webhook serving certificate is provisioned. */
@@ -76,37 +77,17 @@ export function webhookManifests(
     mutating: `${name}-mutating-webhook-configuration`,
     validating: `${name}-validating-webhook-configuration`,
   };
-  for (const type of ["mutating", "validating"] as const) {
-    const ofType = hooks.filter((hook) => hook.type === type);
-    if (ofType.length === 0) continue;
-    files.set(`webhook/${type}_webhook_configuration.yaml`, {
-      apiVersion: "admissionregistration.k8s.io/v1",
-      kind: type === "mutating" ? "MutatingWebhookConfiguration" : "ValidatingWebhookConfiguration",
-      metadata: {
-        name: configurationNames[type],
-        labels: labels.object,
-        ...(inject ? { annotations: inject } : {}),
-      },
-      webhooks: ofType.map((hook) => ({
-        name: `${type === "mutating" ? "m" : "v"}${hook.kind.toLowerCase()}-${hook.version}.${
-          hook.group || "core.k8s.io"
-        }`,
-        admissionReviewVersions: ["v1"],
-        clientConfig: { service: { name: service, namespace, path: hook.path } },
-        failurePolicy: "Fail",
-        matchPolicy: "Equivalent",
-        sideEffects: "None",
-        timeoutSeconds: 10,
-        rules: [{
-          apiGroups: [hook.group],
-          apiVersions: [hook.version],
-          operations: hook.operations,
-          resources: [hook.plural],
-          scope: hook.scope,
-        }],
-      })),
-    });
-  }
+  const { mutating, validating } = webhookConfigurations(
+    hooks.map((hook) => ({ ...hook, resource: hook })),
+    {
+      name,
+      clientConfig: (path) => ({ service: { name: service, namespace, path } }),
+      labels: labels.object,
+      ...(inject ? { annotations: inject } : {}),
+    },
+  );
+  if (mutating) files.set("webhook/mutating_webhook_configuration.yaml", mutating);
+  if (validating) files.set("webhook/validating_webhook_configuration.yaml", validating);
   const converting: string[] = [];
   const crds = discovery.crds.map((crd) => {
     const spec = crd.spec as { conversion?: { strategy?: string } } | undefined;

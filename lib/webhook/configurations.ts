@@ -11,7 +11,20 @@ import type {
   MutatingWebhookConfiguration,
   ValidatingWebhookConfiguration,
 } from "../api/builtins.ts";
-import type { RegisteredWebhook } from "./server.ts";
+import type { ResourceType } from "../api/resource.ts";
+import type { AdmissionOperation } from "./admission.ts";
+
+/** What a configuration needs to know of a webhook (a `RegisteredWebhook` is one). */
+export interface WebhookDescription {
+  /** The path served. */
+  path: string;
+  /** `mutating` or `validating`. */
+  type: "mutating" | "validating";
+  /** Operations sent; default CREATE and UPDATE (and DELETE for validating webhooks). */
+  operations?: readonly (AdmissionOperation | string)[];
+  /** The kind admitted. */
+  resource: Pick<ResourceType, "group" | "version" | "kind" | "plural" | "scope">;
+}
 
 type MutatingWebhook = NonNullable<MutatingWebhookConfiguration["webhooks"]>[number];
 type ValidatingWebhook = NonNullable<ValidatingWebhookConfiguration["webhooks"]>[number];
@@ -23,7 +36,11 @@ export type WebhookClientConfig = NonNullable<
 
 /** Options of {@linkcode webhookConfigurations}. */
 export interface WebhookConfigurationOptions {
-  /** Name of both configurations, e.g. `example-operator`; the mutating one gets `-mutating`… */
+  /**
+   * Prefix of the configurations' names, e.g. `example-operator`: they are called
+   * `<name>-mutating-webhook-configuration` and `<name>-validating-webhook-configuration`, as
+   * kubebuilder's are after its name prefix.
+   */
   name: string;
   /** Where the API server calls a path: a Service or a URL, with the CA bundle if known. */
   clientConfig(path: string): WebhookClientConfig;
@@ -61,15 +78,15 @@ export interface WebhookConfigurations {
  * ```
  */
 export function webhookConfigurations(
-  webhooks: readonly RegisteredWebhook[],
+  webhooks: readonly WebhookDescription[],
   options: WebhookConfigurationOptions,
 ): WebhookConfigurations {
-  const metadata = (suffix: string) => ({
-    name: `${options.name}-${suffix}`,
+  const metadata = (type: string) => ({
+    name: `${options.name}-${type}-webhook-configuration`,
     ...(options.labels ? { labels: { ...options.labels } } : {}),
     ...(options.annotations ? { annotations: { ...options.annotations } } : {}),
   });
-  const common = (webhook: RegisteredWebhook) => {
+  const common = (webhook: WebhookDescription) => {
     const { resource } = webhook;
     const group = resource.group || "core.k8s.io";
     const prefix = webhook.type === "mutating" ? "m" : "v";
@@ -84,8 +101,10 @@ export function webhookConfigurations(
       rules: [{
         apiGroups: [resource.group],
         apiVersions: [resource.version],
-        operations: webhook.operations ??
-          (webhook.type === "mutating" ? ["CREATE", "UPDATE"] : ["CREATE", "UPDATE", "DELETE"]),
+        operations: [
+          ...(webhook.operations ??
+            (webhook.type === "mutating" ? ["CREATE", "UPDATE"] : ["CREATE", "UPDATE", "DELETE"])),
+        ],
         resources: [resource.plural],
         scope: resource.scope === "Cluster" ? "Cluster" : "Namespaced",
       }],

@@ -80,6 +80,7 @@ export {
   type WebhookConfigurationOptions,
   type WebhookConfigurations,
   webhookConfigurations,
+  type WebhookDescription,
 } from "./configurations.ts";
 export {
   certificateNotAfter,

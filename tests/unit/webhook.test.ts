@@ -636,7 +636,7 @@ describe("webhookConfigurations", () => {
       name: "widgets",
       clientConfig: (path) => ({ url: `https://127.0.0.1:9443${path}`, caBundle: "Q0E=" }),
     });
-    assert.equal(mutating?.metadata?.name, "widgets-mutating");
+    assert.equal(mutating?.metadata?.name, "widgets-mutating-webhook-configuration");
     assert.deepEqual(mutating?.webhooks?.[0], {
       name: "mwidget-v1.hooks.example.com",
       admissionReviewVersions: ["v1"],
