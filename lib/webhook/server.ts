@@ -97,6 +97,8 @@ interface Inner {
   /** Requests it is answering. */
   inFlight: number;
   retired: boolean;
+  /** Closes it after `drainTimeout` once retired, if its connections have not closed by then. */
+  drainTimer?: ReturnType<typeof setTimeout>;
   closed?: Promise<void>;
   stop(): Promise<void>;
 }
@@ -321,8 +323,10 @@ export class WebhookServer implements Runnable {
     this.#retired.add(inner);
     if (inner.connections === 0) this.#close(inner);
     else {
-      setTimeout(() => this.#close(inner), this.#options.drainTimeout ?? DEFAULT_DRAIN_TIMEOUT_MS)
-        .unref?.();
+      inner.drainTimer = setTimeout(
+        () => this.#close(inner),
+        this.#options.drainTimeout ?? DEFAULT_DRAIN_TIMEOUT_MS,
+      );
     }
   }
 
@@ -332,6 +336,8 @@ export class WebhookServer implements Runnable {
    * open for ever) and stops it.
    */
   #close(inner: Inner): Promise<void> {
+    // A pending timer would keep the process alive after a stop.
+    clearTimeout(inner.drainTimer);
     inner.closed ??= (async () => {
       const deadline = Date.now() + REQUEST_GRACE_MS;
       while (inner.inFlight > 0 && Date.now() < deadline) {

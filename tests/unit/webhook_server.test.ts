@@ -3,11 +3,14 @@
 // while requests flow, readiness, and the metric families fed by real requests.
 import { after, before, describe, it } from "node:test";
 import { Buffer } from "node:buffer";
+import { spawn } from "node:child_process";
 import tls from "node:tls";
 import assert from "node:assert/strict";
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import process from "node:process";
+import { fileURLToPath } from "node:url";
 import { Registry } from "../../lib/metrics/mod.ts";
 import { type CertificateAuthority, createCertificateAuthority } from "../../lib/testing/certs.ts";
 import { admissionHandler, allowed, WebhookServer } from "../../lib/webhook/mod.ts";
@@ -275,6 +278,31 @@ describe("WebhookServer stopping", () => {
       } finally {
         rmSync(stopDir, { recursive: true, force: true });
       }
+    },
+  );
+});
+
+describe("WebhookServer in a process of its own", () => {
+  it(
+    "lets the process exit at once after a stop, with a replaced certificate still draining",
+    T,
+    async () => {
+      const script = fileURLToPath(new URL("../fixtures/webhook_server_exit.ts", import.meta.url));
+      const args = "Deno" in globalThis ? ["run", "-A", script] : [script];
+      const began = Date.now();
+      const { code, output } = await new Promise<{ code: number | null; output: string }>(
+        (resolve, reject) => {
+          const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
+          let output = "";
+          child.stdout!.on("data", (chunk) => (output += chunk));
+          child.stderr!.on("data", (chunk) => (output += chunk));
+          child.on("error", reject);
+          child.on("close", (code) => resolve({ code, output }));
+        },
+      );
+      assert.equal(code, 0, output);
+      assert.match(output, /stopped/);
+      assert.ok(Date.now() - began < 30_000, `the process took ${Date.now() - began} ms to exit`);
     },
   );
 });
