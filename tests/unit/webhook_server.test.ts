@@ -234,9 +234,11 @@ describe("WebhookServer stopping", () => {
         });
         let release!: () => void;
         const released = new Promise<void>((resolve) => (release = resolve));
+        const entered = Promise.withResolvers<void>();
         server.register(
           "/slow",
           admissionHandler(async () => {
+            entered.resolve();
             await released;
             return allowed();
           }),
@@ -266,7 +268,7 @@ describe("WebhookServer stopping", () => {
         );
         assert.match(await firstAnswer, /^HTTP\/1\.1 200/);
         const slow = tlsFetch(`${server.url}/slow`, [ca.cert], post(REVIEW));
-        await new Promise((resolve) => setTimeout(resolve, 300)); // the slow request is in progress
+        await entered.promise; // the slow request is in progress
         const began = Date.now();
         stop.abort();
         setTimeout(release, 300);
