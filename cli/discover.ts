@@ -40,6 +40,16 @@ export interface DiscoveredController {
   watched: DiscoveredWatch[];
 }
 
+/** An admission webhook the operator registers. */
+export interface DiscoveredWebhook extends DiscoveredKind {
+  /** `mutating` or `validating`. */
+  type: "mutating" | "validating";
+  /** The path served, e.g. `/validate-example-com-v1-widget`. */
+  path: string;
+  /** The operations it is sent. */
+  operations: string[];
+}
+
 /** A CRD object as `crd()` returns it. */
 export type CRDObject = Record<string, unknown> & { metadata?: { name?: string } };
 
@@ -51,6 +61,8 @@ export interface Discovery {
   controllers: DiscoveredController[];
   /** Whether the operator serves webhooks (a webhook Service is generated then). */
   webhooks: boolean;
+  /** The admission webhooks registered by `setup(mgr)`, sorted by path. */
+  admissionWebhooks?: DiscoveredWebhook[];
 }
 
 /** A manager that records the controllers registered with it and is never started. */
@@ -82,8 +94,27 @@ function toKind(type: WatchedKind["type"]): DiscoveredKind {
 export async function discoverControllers(
   setup: (mgr: Manager) => unknown,
 ): Promise<DiscoveredController[]> {
+  return (await discoverSetup(setup)).controllers;
+}
+
+/**
+ * Calls `setup` with a manager that is never started and returns the controllers and the
+ * webhooks it registered.
+ */
+export async function discoverSetup(
+  setup: (mgr: Manager) => unknown,
+): Promise<
+  { controllers: DiscoveredController[]; webhooks: boolean; admissionWebhooks: DiscoveredWebhook[] }
+> {
   const mgr = new RecordingManager();
   await setup(mgr);
+  const server = mgr.getWebhookServer();
+  const admissionWebhooks = server.webhooks().map((webhook): DiscoveredWebhook => ({
+    ...toKind(webhook.resource),
+    type: webhook.type,
+    path: webhook.path,
+    operations: [...(webhook.operations ?? [])],
+  })).sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   const controllers: DiscoveredController[] = [];
   for (const runnable of mgr.runnables) {
     const candidate = runnable as Partial<{ name: string; watched: WatchedKind[] }>;
@@ -93,7 +124,7 @@ export async function discoverControllers(
       watched: candidate.watched.map(({ type, role }) => ({ ...toKind(type), role })),
     });
   }
-  return controllers;
+  return { controllers, webhooks: server.hasHandlers(), admissionWebhooks };
 }
 
 /** The CRDs among a module's exports: every value with a `crd()` method. */
@@ -117,6 +148,16 @@ export async function discoverModules(
   apiModules: Record<string, Record<string, unknown>>,
   main: Record<string, unknown>,
 ): Promise<Discovery> {
+  const setup = main[settings.setup];
+  if (typeof setup !== "function") {
+    throw new Error(
+      `${settings.main} does not export a function "${settings.setup}" that registers the ` +
+        `controllers with a manager (export function ${settings.setup}(mgr: Manager): void); ` +
+        `its exports: ${Object.keys(main).join(", ") || "none"}`,
+    );
+  }
+  // setup first: the conversions it registers show in the CRDs (spec.conversion).
+  const registered = await discoverSetup(setup as (mgr: Manager) => unknown);
   const byName = new Map<string, { crd: CRDObject; from: string }>();
   for (const [module, exports] of Object.entries(apiModules)) {
     for (const crd of crdsOf(exports)) {
@@ -129,18 +170,9 @@ export async function discoverModules(
       byName.set(name, { crd, from: module });
     }
   }
-  const setup = main[settings.setup];
-  if (typeof setup !== "function") {
-    throw new Error(
-      `${settings.main} does not export a function "${settings.setup}" that registers the ` +
-        `controllers with a manager (export function ${settings.setup}(mgr: Manager): void); ` +
-        `its exports: ${Object.keys(main).join(", ") || "none"}`,
-    );
-  }
   return {
     crds: [...byName.keys()].sort().map((name) => byName.get(name)!.crd),
-    controllers: await discoverControllers(setup as (mgr: Manager) => unknown),
-    webhooks: false, // No webhook support yet: nothing can register one.
+    ...registered,
   };
 }
 

@@ -94,6 +94,10 @@ export const initSpec: CommandSpec = {
       value: "<checkout>",
       description: "Import this Rudder checkout instead of jsr:@rudder/operator (no registry).",
     },
+    webhooks: {
+      type: "boolean",
+      description: "Add a defaulting and validating webhook for the kind.",
+    },
     force: {
       type: "boolean",
       description: "Write into a directory that is not empty (existing files are overwritten).",
@@ -102,6 +106,7 @@ export const initSpec: CommandSpec = {
   examples: [
     "rudder init memcached-operator --group cache.example.com --version v1alpha1 --kind Memcached",
     "rudder init ./my-operator --local ~/src/rudder",
+    "rudder init ./my-operator --kind Memcached --webhooks",
   ],
 };
 
@@ -117,6 +122,7 @@ export function runInit(args: string[], io: CommandIO): number {
     version: stringFlag(parsed, "version", "v1alpha1"),
     kind: stringFlag(parsed, "kind", "Example"),
     ...(localFlag !== undefined ? { local: resolve(io.cwd, localFlag) } : {}),
+    ...(booleanFlag(parsed, "webhooks") ? { webhooks: true } : {}),
   };
   validateScaffoldOptions(options);
   if (options.local) {

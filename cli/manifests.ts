@@ -23,7 +23,7 @@
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { basename, dirname, join, relative, resolve } from "node:path";
+import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { stringify } from "yaml";
 import { parseAddress } from "../lib/manager/server.ts";
 import {
@@ -34,6 +34,7 @@ import {
   UsageError,
 } from "./args.ts";
 import { type DiscoveredController, type Discovery, discoveryScript } from "./discover.ts";
+import { CERT_MODES, type CertMode, webhookManifests } from "./webhook_manifests.ts";
 import {
   cliEntrypoint,
   currentRuntime,
@@ -216,6 +217,7 @@ export function toYAML(object: unknown): string {
 export function generateManifests(
   settings: ManifestSettings,
   discovery: Discovery,
+  options: { certMode?: CertMode } = {},
 ): Map<string, string> {
   const { name, namespace } = settings;
   const labels = {
@@ -225,6 +227,12 @@ export function generateManifests(
   const objectLabels = { ...labels, "app.kubernetes.io/managed-by": "rudder" };
   const serviceAccount = `${name}-controller-manager`;
   const files = new Map<string, string>();
+  const webhooks = discovery.webhooks
+    ? webhookManifests(settings, discovery, options.certMode ?? CERT_MODES[0], {
+      selector: labels,
+      object: objectLabels,
+    })
+    : undefined;
 
   // The namespace first: the objects after it live there (kustomize sorts so too).
   files.set(
@@ -235,7 +243,7 @@ export function generateManifests(
       metadata: { name: namespace, labels: { ...objectLabels, ...POD_SECURITY_LABELS } },
     }),
   );
-  const crdFiles = discovery.crds.map((crd) => {
+  const crdFiles = (webhooks?.crds ?? discovery.crds).map((crd) => {
     const spec = crd.spec as { group: string; names: { plural: string } };
     return { path: `crd/${spec.group}_${spec.names.plural}.yaml`, crd };
   }).sort((a, b) => compare(a.path, b.path));
@@ -255,7 +263,10 @@ export function generateManifests(
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "ClusterRole",
       metadata: { name: `${name}-manager-role`, labels: objectLabels },
-      rules: deriveRules(discovery.controllers, settings.rbac),
+      rules: deriveRules(discovery.controllers, [
+        ...settings.rbac,
+        ...(webhooks?.clusterRules ?? []),
+      ]),
     }),
   );
   files.set(
@@ -326,10 +337,49 @@ export function generateManifests(
     );
   }
 
-  files.set(
-    "manager/deployment.yaml",
-    toYAML(deployment(settings, discovery, labels, objectLabels, serviceAccount)),
-  );
+  if (webhooks && webhooks.namespacedRules.length > 0) {
+    files.set(
+      "rbac/webhook_certificate_role.yaml",
+      toYAML({
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "Role",
+        metadata: { name: `${name}-webhook-certificate-role`, namespace, labels: objectLabels },
+        rules: webhooks.namespacedRules,
+      }),
+    );
+    files.set(
+      "rbac/webhook_certificate_role_binding.yaml",
+      toYAML({
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "RoleBinding",
+        metadata: {
+          name: `${name}-webhook-certificate-rolebinding`,
+          namespace,
+          labels: objectLabels,
+        },
+        roleRef: {
+          apiGroup: "rbac.authorization.k8s.io",
+          kind: "Role",
+          name: `${name}-webhook-certificate-role`,
+        },
+        subjects: [{ kind: "ServiceAccount", name: serviceAccount, namespace }],
+      }),
+    );
+  }
+
+  const manager = deployment(settings, discovery, labels, objectLabels, serviceAccount);
+  if (webhooks) {
+    const pod = (manager.spec as { template: { spec: Record<string, unknown> } }).template.spec;
+    pod.volumes = webhooks.volumes;
+    const container = (pod.containers as Record<string, unknown>[])[0];
+    container.volumeMounts = webhooks.volumeMounts;
+    // kubebuilder's switch, the other way round: webhooks are served where they are deployed.
+    (container.env as Record<string, unknown>[]).push(
+      { name: "ENABLE_WEBHOOKS", value: "true" },
+      ...webhooks.env,
+    );
+  }
+  files.set("manager/deployment.yaml", toYAML(manager));
   if (metricsPort) {
     files.set(
       "manager/metrics_service.yaml",
@@ -354,20 +404,7 @@ export function generateManifests(
     );
   }
 
-  if (discovery.webhooks) {
-    files.set(
-      "webhook/service.yaml",
-      toYAML({
-        apiVersion: "v1",
-        kind: "Service",
-        metadata: { name: `${name}-webhook-service`, namespace, labels: objectLabels },
-        spec: {
-          selector: labels,
-          ports: [{ name: "webhook", port: 443, protocol: "TCP", targetPort: "webhook" }],
-        },
-      }),
-    );
-  }
+  for (const [path, object] of webhooks?.files ?? []) files.set(path, toYAML(object));
 
   const resources = [...files.keys()];
   files.set(
@@ -479,11 +516,19 @@ export async function discoverProject(
   const output = join(scratch, "discovery.json");
   // The entry module sits in the project, so its configuration resolves the project's imports.
   const entry = join(settings.dir, `.rudder-discover-${basename(scratch)}.ts`);
-  writeFileSync(entry, discoveryScript(settings, cliEntrypoint(), output));
+  const cli = cliEntrypoint();
+  // A project without a deno.json of its own resolves the CLI's imports with the CLI's.
+  const cliConfig = isAbsolute(cli) ? join(dirname(cli), "..", "deno.json") : undefined;
+  const config = existsSync(denoConfig)
+    ? denoConfig
+    : cliConfig && existsSync(cliConfig)
+    ? cliConfig
+    : undefined;
   const { command, args } = runModuleCommand(runtime, entry, options.env, {
-    config: runtime === "deno" && existsSync(denoConfig) ? denoConfig : undefined,
+    config: runtime === "deno" ? config : undefined,
   });
   try {
+    writeFileSync(entry, discoveryScript(settings, cli, output));
     const child = spawn(command, args, {
       cwd: settings.dir,
       env: options.env as Record<string, string>,
@@ -538,6 +583,12 @@ export const manifestsSpec: CommandSpec = {
       description: "The Deployment's image, e.g. the ref@sha256:… that rudder build --push " +
         "wrote to dist/<name>.image (default: rudder.json's image).",
     },
+    "cert-mode": {
+      type: "string",
+      value: "<mode>",
+      description: "Webhook serving certificates: rudder (default: the operator keeps them " +
+        "in a Secret, renews them and injects the CA) or cert-manager.",
+    },
   },
   details: [
     "The project's code is loaded, not started: exports with crd() in its api modules are the",
@@ -562,8 +613,15 @@ export async function runManifests(args: string[], io: CommandIO): Promise<numbe
   const out = stringFlag(parsed, "out", "config/");
   if (out.trim() === "") throw new UsageError("--out must not be empty", "manifests");
   const outDir = resolve(settings.dir, out);
+  const certMode = stringFlag(parsed, "cert-mode", CERT_MODES[0]);
+  if (!CERT_MODES.includes(certMode as CertMode)) {
+    throw new UsageError(
+      `--cert-mode must be one of ${CERT_MODES.join(", ")}, not ${certMode}`,
+      "manifests",
+    );
+  }
   const discovery = await discoverProject(settings, { env: io.env });
-  const files = generateManifests(settings, discovery);
+  const files = generateManifests(settings, discovery, { certMode: certMode as CertMode });
   for (const path of writeManifests(outDir, files)) io.out(relative(io.cwd, path) || path);
   const controllers = discovery.controllers.map((c) => c.name).join(", ") || "none";
   io.err(

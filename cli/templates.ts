@@ -26,6 +26,11 @@ export interface ScaffoldOptions {
    * project then needs no registry: its imports map straight to the checkout's files).
    */
   local?: string;
+  /**
+   * Add a defaulting and validating webhook for the kind (`spec.replicas` defaulted to 1 and
+   * capped at 10), served when `ENABLE_WEBHOOKS=true` (the generated Deployment sets it).
+   */
+  webhooks?: boolean;
 }
 
 /** The npm packages a project may import besides Rudder, at the versions Rudder uses. */
@@ -54,6 +59,7 @@ export const SUBPATH_FILES: Readonly<Record<string, string>> = {
   metrics: "lib/metrics/mod.ts",
   controllerutil: "lib/controllerutil/mod.ts",
   events: "lib/events/mod.ts",
+  webhook: "lib/webhook/mod.ts",
   api: "lib/api/mod.ts",
   kube: "lib/kube/mod.ts",
   testing: "lib/testing/mod.ts",
@@ -95,6 +101,7 @@ function names(options: ScaffoldOptions) {
     apiFile: `api/${lower}.ts`,
     controllerFile: `controllers/${lower}_controller.ts`,
     testFile: `controllers/${lower}_controller_test.ts`,
+    webhookFile: `webhooks/${lower}_webhook.ts`,
   };
 }
 
@@ -148,7 +155,7 @@ function denoJson(options: ScaffoldOptions, deps: DependencyVersions): string {
     ...(options.local ? { nodeModulesDir: "manual" } : {}),
     fmt: { lineWidth: 100, proseWrap: "preserve", exclude: ["config/"] },
     lint: { rules: { tags: ["recommended"] } },
-    exclude: ["dist/", "node_modules/"],
+    exclude: ["dist/", "node_modules/", "bun_test_setup.ts"],
   });
 }
 
@@ -214,7 +221,26 @@ function rudderJson(options: ScaffoldOptions): string {
     metricsBindAddress: ":8443",
     healthProbeBindAddress: ":8081",
     rbac: [],
-    permissions: { apiServers: [], net: [], read: [], env: ["LOG_FORMAT", "METRICS_SERVING"] },
+    permissions: options.webhooks
+      ? {
+        apiServers: [],
+        // The webhook server: its port, and the loopback server its connections are forwarded to.
+        net: ["0.0.0.0:9443", "127.0.0.1"],
+        read: ["/tmp/k8s-webhook-server/serving-certs"],
+        env: [
+          "ENABLE_WEBHOOKS",
+          "LOG_FORMAT",
+          "METRICS_SERVING",
+          "TMPDIR",
+          "WEBHOOK_CERT_NAMESPACE",
+          "WEBHOOK_CERT_SECRET",
+          "WEBHOOK_CONVERSION_CRDS",
+          "WEBHOOK_MUTATING_CONFIGURATIONS",
+          "WEBHOOK_SERVICE",
+          "WEBHOOK_VALIDATING_CONFIGURATIONS",
+        ],
+      }
+      : { apiServers: [], net: [], read: [], env: ["LOG_FORMAT", "METRICS_SERVING"] },
   });
 }
 
@@ -237,7 +263,13 @@ export const ${kind} = defineResource({
   kind: "${kind}",
   scope: "Namespaced",
   spec: z.object({
-    message: z.string().default("hello").describe("What the ${kind}'s ConfigMap holds."),
+    message: z.string().default("hello").describe("What the ${kind}'s ConfigMap holds."),${
+    options.webhooks
+      ? `
+    replicas: z.number().int().min(0).optional()
+      .describe("How many copies; defaulted to 1 and capped at 10 by the webhooks."),`
+      : ""
+  }
   }),
   status: z.object({
     phase: phaseSchema(["Pending", "Ready"]).optional(),
@@ -358,21 +390,43 @@ function mainModule(options: ScaffoldOptions): string {
 
 import process from "node:process";
 import { configureLogging, Manager, type ManagerOptions } from "@rudder/operator";
-import { LeaderElectionLostError } from "@rudder/operator/leaderelection";
-import { setup${kind}Controller } from "./controllers/${lower}_controller.ts";
+import { LeaderElectionLostError } from "@rudder/operator/leaderelection";${
+    options.webhooks
+      ? `\nimport { webhookCertificatesFromEnv } from "@rudder/operator/webhook";`
+      : ""
+  }
+import { setup${kind}Controller } from "./controllers/${lower}_controller.ts";${
+    options.webhooks
+      ? `\nimport { setup${kind}Webhook } from "./webhooks/${lower}_webhook.ts";`
+      : ""
+  }
 
 /**
- * Registers this operator's controllers and checks with \`mgr\`. \`rudder manifests\` calls it
+ * Registers this operator's controllers${
+    options.webhooks ? ", webhooks" : ""
+  } and checks with \`mgr\`. \`rudder manifests\` calls it
  * with a manager that never starts, to learn what the controllers watch (their RBAC).
  */
-export function setup(mgr: Manager): void {
+export function setup(mgr: Manager${
+    options.webhooks ? ", options: { webhooks?: boolean } = {}" : ""
+  }): void {
   mgr.addHealthzCheck("ping", () => {});
-  setup${kind}Controller(mgr);
+  setup${kind}Controller(mgr);${
+    options.webhooks ? `\n  if (options.webhooks ?? true) setup${kind}Webhook(mgr);` : ""
+  }
 }
 
 /** The operator's manager, configured from the environment, with its controllers. */
-export function createManager(overrides: Partial<ManagerOptions> = {}): Manager {
-  const mgr = new Manager({
+export function createManager(overrides: Partial<ManagerOptions> = {}): Manager {${
+    options.webhooks ? `\n  const webhooks = process.env.ENABLE_WEBHOOKS === "true";` : ""
+  }
+  const mgr = new Manager({${
+    options.webhooks
+      ? `
+    // Without cert-manager, the operator provisions its webhook certificate (WEBHOOK_CERT_*).
+    ...(webhooks ? { webhookCertificates: webhookCertificatesFromEnv(process.env) } : {}),`
+      : ""
+  }
     metricsBindAddress: process.env.METRICS_BIND_ADDRESS ?? ":8443",
     // Plain HTTP only when asked for in so many words; anything else serves HTTPS.
     metricsServing: process.env.METRICS_SERVING === "insecure-http" ? "insecure-http" : "secure",
@@ -384,7 +438,7 @@ export function createManager(overrides: Partial<ManagerOptions> = {}): Manager 
     leaderElectionReleaseOnCancel: true,
     ...overrides,
   });
-  setup(mgr);
+  setup(mgr${options.webhooks ? ", { webhooks }" : ""});
   return mgr;
 }
 
@@ -524,11 +578,11 @@ preload = ["./bun_test_setup.ts"]
 function bunTestSetup(): string {
   return `// Preloaded by bun test (bunfig.toml). Bun runs node:test's before and after hooks under its
 // default timeout, 5 s, whatever timeout they ask for; starting a local control plane takes
-// longer on a busy machine. Deno has no default timeout and never loads this file.
-const bun = (globalThis as {
-  Bun?: { jest?(path: string): { setDefaultTimeout(ms: number): void } };
-}).Bun;
-bun?.jest?.(new URL(import.meta.url).pathname).setDefaultTimeout(${BUN_TEST_TIMEOUT_MS});
+// longer on a busy machine. Deno has no default timeout and never loads this file (deno.json
+// excludes it).
+import { setDefaultTimeout } from "bun:test";
+
+setDefaultTimeout(${BUN_TEST_TIMEOUT_MS});
 `;
 }
 
@@ -630,6 +684,48 @@ ClusterRole \`${options.name}-metrics-reader\`. \`deno task dev\` serves them ov
 `;
 }
 
+function webhookModule(options: ScaffoldOptions): string {
+  const { kind, lower } = names(options);
+  return `/**
+ * The ${kind} webhooks: a defaulter (\`spec.replicas\` is 1 unless set) and a validator that caps
+ * \`spec.replicas\` at \`MAX_REPLICAS\`. The API server calls them before it stores a ${kind}.
+ *
+ * @module
+ */
+
+import type { Manager } from "@rudder/operator";
+import { AdmissionDeniedError, newWebhookManagedBy } from "@rudder/operator/webhook";
+import { ${kind} } from "../api/${lower}.ts";
+
+/** The most copies a ${kind} may ask for. */
+export const MAX_REPLICAS = 10;
+
+function validate(${lower}: ${kind}): string[] {
+  const replicas = ${lower}.spec.replicas ?? 1;
+  if (replicas > MAX_REPLICAS) {
+    throw new AdmissionDeniedError(
+      \`spec.replicas must be at most \${MAX_REPLICAS}, not \${replicas}\`,
+      { code: 422, reason: "Invalid" },
+    );
+  }
+  return [];
+}
+
+/** Registers the ${kind} webhooks with the manager's webhook server. */
+export function setup${kind}Webhook(mgr: Manager): void {
+  newWebhookManagedBy(mgr).for(${kind})
+    .withDefaulter((${lower}) => {
+      ${lower}.spec.replicas ??= 1;
+    })
+    .withValidator({
+      validateCreate: (${lower}) => validate(${lower}),
+      validateUpdate: (_old, ${lower}) => validate(${lower}),
+    })
+    .complete();
+}
+`;
+}
+
 /** The files of a new project, by path relative to its directory. */
 export function scaffold(
   options: ScaffoldOptions,
@@ -647,6 +743,7 @@ export function scaffold(
     [n.testFile, controllerTest(options)],
     ["bunfig.toml", bunfigToml()],
     ["bun_test_setup.ts", bunTestSetup()],
+    ...(options.webhooks ? [[n.webhookFile, webhookModule(options)] as [string, string]] : []),
     ["Dockerfile", dockerfile(options)],
     [".dockerignore", `*\n!dist/${options.name}\n`],
     [".gitignore", "dist/\nnode_modules/\n"],

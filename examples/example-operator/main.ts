@@ -1,7 +1,9 @@
 /**
  * The example operator's entry point: the Manager exactly as DESIGN.md §1 builds it. Outside a
  * cluster, set LEADER_ELECTION_NAMESPACE (leader election needs a namespace for its Lease),
- * and METRICS_BIND_ADDRESS or HEALTH_PROBE_BIND_ADDRESS to move the servers.
+ * and METRICS_BIND_ADDRESS or HEALTH_PROBE_BIND_ADDRESS to move the servers. ENABLE_WEBHOOKS=true
+ * serves the Example webhooks on :9443 (the Deployment `rudder manifests` writes sets it), with
+ * the certificate from /tmp/k8s-webhook-server/serving-certs.
  *
  * Run: deno run -A examples/example-operator/main.ts (with a kubeconfig), or build it with
  * `rudder build`.
@@ -13,16 +15,31 @@ import process from "node:process";
 import { configureLogging, Manager, type ManagerOptions } from "../../mod.ts";
 import { LeaderElectionLostError } from "../../lib/leaderelection/mod.ts";
 import { setupExampleController } from "./controllers/example_controller.ts";
+import { webhookCertificatesFromEnv } from "../../lib/webhook/mod.ts";
+import { setupExampleWebhook } from "./webhooks/example_webhook.ts";
 
-/** Registers the operator's controllers and checks with a manager (`rudder manifests` calls it). */
-export function setup(mgr: Manager): void {
+/**
+ * Registers the operator's controllers, webhooks (unless `webhooks: false`) and checks with a
+ * manager (`rudder manifests` calls it).
+ */
+export function setup(mgr: Manager, options: { webhooks?: boolean } = {}): void {
   mgr.addHealthzCheck("ping", () => {});
   setupExampleController(mgr);
+  if (options.webhooks ?? true) setupExampleWebhook(mgr);
 }
 
-/** The manager of DESIGN.md §1, with its controller registered. */
-export function createManager(overrides: Partial<ManagerOptions> = {}): Manager {
+/**
+ * The manager of DESIGN.md §1, with its controller registered, and its webhooks when
+ * `webhooks` (default: `ENABLE_WEBHOOKS=true` in the environment).
+ */
+export function createManager(
+  overrides: Partial<ManagerOptions> = {},
+  options: { webhooks?: boolean } = {},
+): Manager {
+  const webhooks = options.webhooks ?? process.env.ENABLE_WEBHOOKS === "true";
   const mgr = new Manager({
+    // Without cert-manager, the operator provisions its webhook certificate (WEBHOOK_CERT_*).
+    ...(webhooks ? { webhookCertificates: webhookCertificatesFromEnv(process.env) } : {}),
     metricsBindAddress: process.env.METRICS_BIND_ADDRESS ?? "127.0.0.1:8080",
     healthProbeBindAddress: process.env.HEALTH_PROBE_BIND_ADDRESS ?? ":8081",
     leaderElection: true,
@@ -30,7 +47,7 @@ export function createManager(overrides: Partial<ManagerOptions> = {}): Manager 
     leaderElectionNamespace: process.env.LEADER_ELECTION_NAMESPACE,
     ...overrides,
   });
-  setup(mgr);
+  setup(mgr, { webhooks });
   return mgr;
 }
 

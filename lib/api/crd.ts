@@ -404,3 +404,34 @@ export function buildCRD(
     },
   };
 }
+
+/** Names (`<plural>.<group>`) of CRDs whose versions convert through a webhook. */
+const conversionWebhooks = new Set<string>();
+
+/**
+ * Marks the CRD `name` (`<plural>.<group>`) as converting through a webhook: its `crd()` then
+ * emits `spec.conversion` with `strategy: Webhook`. The webhook package calls it when a
+ * conversion is registered.
+ */
+export function markConversionWebhook(name: string): void {
+  conversionWebhooks.add(name);
+}
+
+/**
+ * `crd` with `spec.conversion` set to `strategy: Webhook` (ConversionReview v1, the service
+ * `webhook-service` in `system` on `/convert`, which `rudder manifests` and envtest rewrite)
+ * when a conversion of its kind is registered; else `crd` unchanged.
+ */
+export function withConversionWebhook(
+  crd: CustomResourceDefinitionManifest,
+): CustomResourceDefinitionManifest {
+  if (!conversionWebhooks.has(crd.metadata.name)) return crd;
+  crd.spec.conversion = {
+    strategy: "Webhook",
+    webhook: {
+      conversionReviewVersions: ["v1"],
+      clientConfig: { service: { namespace: "system", name: "webhook-service", path: "/convert" } },
+    },
+  };
+  return crd;
+}

@@ -19,6 +19,7 @@ import {
   subresourceNames,
   type VersionDefinition,
   type VersionOptions,
+  withConversionWebhook,
 } from "./crd.ts";
 import type { Scope } from "./crd.ts";
 
@@ -475,7 +476,7 @@ export function defineResource<
     categories: Object.freeze([...names.categories]),
     definition: definition as unknown as ResourceDefinition,
     schema,
-    crd: () => structuredClone(crd),
+    crd: () => withConversionWebhook(structuredClone(crd)),
     parse(obj: unknown): T {
       const result = safeParse(obj);
       if (!result.success) throw result.error;

@@ -43,6 +43,9 @@ import { type Checker, Checks, healthApp, informersReady } from "../healthz/heal
 import { LeaderElectionLostError, LeaderElector } from "../leaderelection/leader_election.ts";
 import { serveWithCertificateDirectory } from "./certificate_server.ts";
 import { parseAddress, type RunningServer, serve } from "./server.ts";
+import type { WebhookHost } from "../webhook/builder.ts";
+import { CertificateRotator, type CertificateRotatorOptions } from "../webhook/rotation.ts";
+import { WebhookServer, type WebhookServerOptions } from "../webhook/server.ts";
 
 export { LeaderElectionLostError };
 
@@ -99,8 +102,17 @@ export interface ManagerOptions {
   cache?: CacheOptions;
   /** Options of the manager's client. */
   client?: CachedClientOptions;
-  /** Options of the webhook server (served with the webhook support, not yet). */
-  webhookServer?: { port?: number; host?: string; certDir?: string };
+  /**
+   * The webhook server, or its options (default: port 9443, certificates from
+   * `<tmpdir>/k8s-webhook-server/serving-certs`). It starts only when webhooks are registered.
+   */
+  webhookServer?: WebhookServer | WebhookServerOptions;
+  /**
+   * Provision the webhook server's certificate without cert-manager: a CA and serving
+   * certificate kept in a Secret, written to the server's `certDir`, injected into the named
+   * webhook configurations and CRDs, renewed by the leader before expiry (`CertificateRotator`).
+   */
+  webhookCertificates?: Omit<CertificateRotatorOptions, "client" | "certDir" | "isLeader">;
   /** The registry metrics are served from; default the global `registry`. */
   metricsRegistry?: Registry;
 }
@@ -254,7 +266,7 @@ function lazyConfig(
  * await mgr.start(); // until SIGTERM or SIGINT
  * ```
  */
-export class Manager implements ControllerHost {
+export class Manager implements ControllerHost, WebhookHost {
   readonly #options: ManagerOptions;
   readonly #config: KubeConfig;
   readonly #loadConfig: () => Promise<KubeConfig>;
@@ -273,6 +285,8 @@ export class Manager implements ControllerHost {
   #elected = Promise.withResolvers<void>();
   #started = false;
   #servers: { name: string; server: RunningServer }[] = [];
+  #webhookServer: WebhookServer | undefined;
+  #leading = false;
 
   /** Creates a manager; nothing runs until {@linkcode Manager.start}. */
   constructor(options: ManagerOptions = {}) {
@@ -334,6 +348,17 @@ export class Manager implements ControllerHost {
   /** URL of the health-probe server while it runs. */
   get healthProbeURL(): string | undefined {
     return this.#servers.find((s) => s.name === "health")?.server.url;
+  }
+
+  /** The webhook server, made on first use; it starts with the manager if anything is registered. */
+  getWebhookServer(): WebhookServer {
+    if (!this.#webhookServer) {
+      const option = this.#options.webhookServer;
+      this.#webhookServer = option instanceof WebhookServer
+        ? option
+        : new WebhookServer({ metricsRegistry: this.#registry, ...option });
+    }
+    return this.#webhookServer;
   }
 
   /** Options every controller of this manager starts from: its metrics. */
@@ -405,10 +430,29 @@ export class Manager implements ControllerHost {
     let elector: LeaderElector | undefined;
     let electorRun: Promise<void> | undefined;
     const electorStop = new AbortController();
+    const webhookStop = new AbortController();
+    let webhookRun: Promise<void> | undefined;
+    let rotator: CertificateRotator | undefined;
+    let rotatorRun: Promise<void> | undefined;
     try {
       await this.#loadConfig();
       await this.#startServers();
-      // Webhooks would start here.
+      const webhooks = this.#webhookServer;
+      if (webhooks?.hasHandlers()) {
+        if (this.#options.webhookCertificates) {
+          rotator = new CertificateRotator({
+            ...this.#options.webhookCertificates,
+            client: this.#apiReader,
+            certDir: webhooks.certDir,
+            isLeader: () => this.#leading,
+          });
+          await rotator.ensure(); // the server needs its certificate to start
+          rotatorRun = rotator.start(webhookStop.signal);
+        }
+        this.#readyz.add("webhook", webhooks.startedChecker());
+        webhookRun = webhooks.start(webhookStop.signal).catch(fail);
+        await Promise.race([webhooks.started(), webhookRun]);
+      }
       cacheRun = this.#cache.start(cacheStop.signal).catch(fail);
       await this.#cache.waitForCacheSync(stop.signal);
       this.#others.start(fail);
@@ -423,10 +467,14 @@ export class Manager implements ControllerHost {
         ]);
         if (won) {
           this.#log.info("Elected leader as {identity}", { identity: this.#identity });
+          this.#leading = true;
+          this.#injectWebhookCA(rotator);
           this.#elected.resolve();
           this.#leaderRunnables.start(fail);
         }
       } else {
+        this.#leading = true;
+        this.#injectWebhookCA(rotator);
         this.#elected.resolve();
         this.#leaderRunnables.start(fail);
       }
@@ -442,7 +490,18 @@ export class Manager implements ControllerHost {
       // After losing the lease another replica may lead soon: abort the leader runnables'
       // reconciles and do not wait for them, as controller-runtime exits at once.
       const lost = failure instanceof LeaderElectionLostError;
-      const stopped = this.#stopAll(cacheStop, electorStop, electorRun, cacheRun, !lost);
+      const stopWebhooks = async () => {
+        webhookStop.abort();
+        await Promise.all([webhookRun, rotatorRun]);
+      };
+      const stopped = this.#stopAll(
+        cacheStop,
+        electorStop,
+        electorRun,
+        cacheRun,
+        !lost,
+        stopWebhooks,
+      );
       const timeout = this.#options.gracefulShutdownTimeout ?? DEFAULT_GRACEFUL_SHUTDOWN_MS;
       let timer: ReturnType<typeof setTimeout> | undefined;
       const timedOut = new Promise<"timeout">((resolve) => {
@@ -459,6 +518,15 @@ export class Manager implements ControllerHost {
       }
     }
     if (failure !== undefined) throw failure;
+  }
+
+  /** On becoming leader: renew the webhook certificate if due and inject its CA, now. */
+  #injectWebhookCA(rotator: CertificateRotator | undefined): void {
+    rotator?.ensure().catch((err) => {
+      this.#log.error("Injecting the webhook CA failed (retried hourly): {error}", {
+        error: (err as Error).message,
+      });
+    });
   }
 
   #elector(): LeaderElector {
@@ -535,13 +603,17 @@ export class Manager implements ControllerHost {
     return await serve(app.fetch, { address, tls });
   }
 
-  /** Stops in reverse order: leader runnables, the lease, other runnables, caches, servers. */
+  /**
+   * Stops in reverse order: leader runnables, the lease, other runnables, caches, webhooks,
+   * servers.
+   */
   async #stopAll(
     cacheStop: AbortController,
     electorStop: AbortController,
     electorRun: Promise<void> | undefined,
     cacheRun: Promise<void> | undefined,
     waitForLeaderRunnables: boolean,
+    stopWebhooks: () => Promise<void>,
   ): Promise<void> {
     const leaderStopped = this.#leaderRunnables.stop();
     if (waitForLeaderRunnables) await leaderStopped;
@@ -552,6 +624,7 @@ export class Manager implements ControllerHost {
     await Promise.all([...this.#recorders.values()].map((r) => r.flush().catch(() => {})));
     cacheStop.abort();
     await cacheRun;
+    await stopWebhooks();
     await Promise.all(this.#servers.map(({ server }) => server.stop()));
     this.#servers = [];
     this.#rest.close();

@@ -27,11 +27,22 @@ import { tmpdir } from "node:os";
 import { extname, join } from "node:path";
 import process from "node:process";
 import { parseAllDocuments, stringify } from "yaml";
+import type {
+  MutatingWebhookConfiguration,
+  ValidatingWebhookConfiguration,
+} from "../api/builtins.ts";
 import type { AuthProvider, KubeConfig } from "../kube/config/types.ts";
 import { ApiError, isAlreadyExists, isNotFound } from "../kube/errors.ts";
 import { RestClient } from "../kube/rest.ts";
 import { sleep } from "../util/abort.ts";
 import { findControlPlaneBinaries } from "./assets.ts";
+import {
+  installWebhookConfigurations,
+  prepareWebhookServing,
+  type WebhookInstallOptions,
+  type WebhookServing,
+  withLocalConversion,
+} from "./webhook_install.ts";
 import {
   type CertificateAuthority,
   type CertificatePair,
@@ -85,6 +96,12 @@ export interface EnvironmentOptions {
   etcdFlags?: ProcessFlags;
   /** Send both processes' output to this process's stdout/stderr instead of log files. */
   attachControlPlaneOutput?: boolean;
+  /**
+   * Serve webhooks from the test: a serving certificate and a port are made at start (see
+   * {@linkcode Environment.webhookInstallOptions}), the configurations given here are installed
+   * pointing at `https://127.0.0.1:<port>/…`, and so are CRD conversion webhooks.
+   */
+  webhookInstallOptions?: WebhookInstallOptions;
 }
 
 /** Process ids of a running control plane. */
@@ -486,6 +503,8 @@ export class Environment {
   #apiServerLaunch:
     | { binary: string; dir: string; etcdURL: string; certs: GeneratedCertificates }
     | undefined;
+  #webhookServing: WebhookServing | undefined;
+  #renewWebhookCertificate: (() => Promise<void>) | undefined;
   #starting: Promise<KubeConfig> | undefined;
   #stopping: Promise<void> | undefined;
 
@@ -506,6 +525,19 @@ export class Environment {
       throw new Error("Environment is not started: call start() first");
     }
     return join(this.#directory, "kubeconfig");
+  }
+
+  /**
+   * Where the test's webhook server must listen and the certificate directory it serves from,
+   * with `webhookInstallOptions`; throws before `start()` or without them. Pass
+   * `{ host: localServingHost, port: localServingPort, certDir: localServingCertDir }` as the
+   * Manager's `webhookServer`.
+   */
+  get webhookInstallOptions(): WebhookServing {
+    if (!this.#webhookServing) {
+      throw new Error("no webhook serving: start() an Environment with webhookInstallOptions");
+    }
+    return this.#webhookServing;
   }
 
   /** The temporary directory holding certificates, etcd data and logs; removed by `stop()`. */
@@ -562,6 +594,13 @@ export class Environment {
         mode: 0o600,
       });
       this.#config = config;
+      const webhooks = this.#options.webhookInstallOptions;
+      if (webhooks) {
+        const prepared = await prepareWebhookServing(dir, webhooks);
+        this.#webhookServing = prepared.serving;
+        this.#renewWebhookCertificate = prepared.renew;
+        await this.installWebhooks(webhooks);
+      }
       if (crds.length > 0) await this.installCRDs(crds);
       return config;
     } catch (err) {
@@ -835,9 +874,42 @@ export class Environment {
    * appears in discovery.
    */
   async installCRDs(crds: CRDSource[]): Promise<void> {
-    await installCRDs(this.config, crds, {
-      timeout: this.#options.crdInstallTimeout ?? DEFAULT_CRD_TIMEOUT_MS,
-    });
+    const serving = this.#webhookServing;
+    const objects = crds.map(crdObject);
+    await installCRDs(
+      this.config,
+      serving ? objects.map((crd) => withLocalConversion(crd, serving)) : objects,
+      {
+        timeout: this.#options.crdInstallTimeout ?? DEFAULT_CRD_TIMEOUT_MS,
+      },
+    );
+  }
+
+  /**
+   * Writes a new serving certificate, from the same CA, into the webhook certificate directory
+   * (key first, each file replaced atomically), as a certificate rotation would.
+   */
+  async renewWebhookCertificate(): Promise<void> {
+    this.webhookInstallOptions;
+    await this.#renewWebhookCertificate!();
+  }
+
+  /**
+   * Installs (or replaces) webhook configurations with each webhook's `clientConfig` pointed at
+   * the local webhook server; needs `webhookInstallOptions`. For webhooks registered after
+   * `start()`, e.g. from `webhookConfigurations(mgr.getWebhookServer().webhooks(), …)`.
+   */
+  async installWebhooks(configurations: {
+    mutatingWebhooks?: MutatingWebhookConfiguration[];
+    validatingWebhooks?: ValidatingWebhookConfiguration[];
+  }): Promise<void> {
+    const serving = this.webhookInstallOptions;
+    const rest = new RestClient(this.config);
+    try {
+      await installWebhookConfigurations(rest, serving, configurations);
+    } finally {
+      rest.close();
+    }
   }
 
   /**
@@ -867,6 +939,8 @@ export class Environment {
     this.#directory = undefined;
     this.#config = undefined;
     this.#ca = undefined;
+    this.#webhookServing = undefined;
+    this.#renewWebhookCertificate = undefined;
   }
 
   /** Kills both processes at once and removes the directory; for the exit hook. */

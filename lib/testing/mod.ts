@@ -42,3 +42,4 @@ export {
 export { FakeClient, type FakeClientOptions, type SelectableFields } from "./fake_client.ts";
 export { FakeClock } from "./fake_clock.ts";
 export type { Clock, TimerHandle } from "../util/clock.ts";
+export { type WebhookInstallOptions, type WebhookServing } from "./webhook_install.ts";

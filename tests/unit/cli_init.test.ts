@@ -139,9 +139,11 @@ describe("the scaffold", () => {
       for (const [path, content] of files) {
         if (!path.endsWith(".ts")) continue;
         for (const specifier of importsOf(content)) {
+          // bun:test only in the file that Bun alone preloads.
+          if (specifier === "bun:test") assert.equal(path, "bun_test_setup.ts");
           assert.match(
             specifier,
-            /^(@rudder\/operator(\/[a-z]+)?|zod|node:[a-z/_]+|\.\.?\/.+\.ts)$/,
+            /^(@rudder\/operator(\/[a-z]+)?|zod|node:[a-z/_]+|\.\.?\/.+\.ts)$|^bun:test$/,
             `${path} imports ${specifier}`,
           );
         }
