@@ -10,6 +10,7 @@
  * | command     | what it does                                                   |
  * | ----------- | -------------------------------------------------------------- |
  * | `init`      | a new operator project (`--local <checkout>`: no registry)     |
+ * | `create`    | `create api --kind <Kind>`: a resource and its controller      |
  * | `manifests` | CRDs, least-privilege RBAC, Deployment, kustomization.yaml     |
  * | `build`     | `deno compile` (narrow permissions) or `bun build --compile`   |
  * | `dev`       | local control plane + CRDs + the operator, restarted on change |
@@ -39,6 +40,7 @@ import {
   UsageError,
 } from "./args.ts";
 import { buildSpec, runBuild } from "./build.ts";
+import { createSpec, runCreate } from "./create.ts";
 import { DISCOVER_COMMAND, runDiscover } from "./discover.ts";
 import { devSpec, runDev } from "./dev.ts";
 import { envtestSpec, runEnvtest } from "./envtest.ts";
@@ -58,6 +60,7 @@ export interface Command {
 /** Every command, by name. */
 export const COMMANDS: Readonly<Record<string, Command>> = {
   init: { spec: initSpec, run: runInit },
+  create: { spec: createSpec, run: runCreate },
   manifests: { spec: manifestsSpec, run: runManifests },
   build: { spec: buildSpec, run: runBuild },
   dev: { spec: devSpec, run: runDev },
