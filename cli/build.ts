@@ -17,6 +17,7 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, statSync } from "node:fs";
 import { dirname, relative, resolve } from "node:path";
 import { parseAddress } from "../lib/manager/server.ts";
+import { Progress } from "../lib/util/progress.ts";
 import {
   choiceFlag,
   type CommandIO,
@@ -300,6 +301,12 @@ export async function runBuild(args: string[], io: CommandIO): Promise<number> {
   for (const note of plan.notes) io.err(`note: ${note}`);
   mkdirSync(dirname(plan.output), { recursive: true });
   io.err(`$ ${[plan.command, ...plan.args].join(" ")}`);
+  const progress = new Progress({ write: io.err, prefix: "rudder build: " });
+  const step = progress.start(
+    `compiling ${settings.main} with ${
+      runtime === "deno" ? "deno compile" : "bun build --compile"
+    }`,
+  );
 
   const child = spawn(plan.command, plan.args, {
     cwd: settings.dir,
@@ -316,6 +323,8 @@ export async function runBuild(args: string[], io: CommandIO): Promise<number> {
     child.on("error", reject);
     child.on("close", (exitCode) => resolveExit(exitCode));
   });
+  if (code !== 0) step.fail(`${runtime} exited with ${code}`);
+  else step.done();
   if (code !== 0) {
     const explained = runtime === "deno"
       ? explainDenoCompileFailure(output, io.env, target && resolveTarget(target).deno)

@@ -39,7 +39,7 @@ export function nextStopSignal(): { signal: Promise<string>; dispose(): void } {
 async function ensureBinaries(force: boolean): Promise<string> {
   // Imported here: the build script locates its Go module through a file: URL.
   const { ensureEnvtestBinaries } = await import("../tools/envtest/build.ts");
-  return ensureEnvtestBinaries({ force });
+  return await ensureEnvtestBinaries({ force });
 }
 
 /** `rudder envtest`. */
