@@ -47,6 +47,7 @@ if (import.meta.main) {
   step("types", ["check", ...CHECKED]);
   step("doc examples", ["check", "--doc-only", ...exported, "lib/"]);
   step("doc lint", ["doc", "--lint", ...exported]);
+  step("docs", ["run", "-A", "tools/check_docs.ts"]);
   step("publish", ["publish", "--dry-run", "--allow-dirty", "--set-version", "0.1.0"]);
   process.stderr.write("\ncheck: all passed\n");
 }

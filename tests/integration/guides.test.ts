@@ -1,6 +1,6 @@
 // The guides' code (docs/guides/, examples/guides/) against a real API server, on Deno and Bun:
 // each guide's claim is watched happening.
-import { after, before, describe, it } from "node:test";
+import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { ConfigMap, Manager, Secret } from "../../mod.ts";
 import { CustomResourceDefinition } from "../../lib/api/builtins.ts";
