@@ -489,7 +489,7 @@ function parseOptions(): { objects: number; runs: number; contenders: Contender[
 
 async function main(): Promise<number> {
   const { objects, runs, contenders } = parseOptions();
-  const assets = setup();
+  const assets = await setup();
   const all: ContenderRuns[] = contenders.map((contender) => ({ contender, results: [] }));
   const commands = new Map<string, string[]>();
   for (const runsOf of all) {

@@ -20,6 +20,7 @@ import { existsSync, mkdirSync, statSync } from "node:fs";
 import { dirname, relative, resolve } from "node:path";
 import process from "node:process";
 import { parseAddress } from "../lib/manager/server.ts";
+import { Progress } from "../lib/util/progress.ts";
 import {
   choiceFlag,
   type CommandIO,
@@ -331,6 +332,12 @@ export async function runBuild(args: string[], io: CommandIO): Promise<number> {
   const base = image && platform ? await resolveImageBase(image, platform, io) : undefined;
   mkdirSync(dirname(plan.output), { recursive: true });
   io.err(`$ ${[plan.command, ...plan.args].join(" ")}`);
+  const progress = new Progress({ write: io.err, prefix: "rudder build: " });
+  const step = progress.start(
+    `compiling ${settings.main} with ${
+      runtime === "deno" ? "deno compile" : "bun build --compile"
+    }`,
+  );
 
   const child = spawn(plan.command, plan.args, {
     cwd: settings.dir,
@@ -347,6 +354,8 @@ export async function runBuild(args: string[], io: CommandIO): Promise<number> {
     child.on("error", reject);
     child.on("close", (exitCode) => resolveExit(exitCode));
   });
+  if (code !== 0) step.fail(`${runtime} exited with ${code}`);
+  else step.done();
   if (code !== 0) {
     const explained = runtime === "deno"
       ? explainDenoCompileFailure(output, io.env, target && resolveTarget(target).deno)

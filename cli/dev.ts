@@ -13,6 +13,7 @@ import { join, resolve, sep } from "node:path";
 import process from "node:process";
 import type { KubeConfig } from "../lib/kube/config/types.ts";
 import { loadConfig } from "../lib/kube/config/load.ts";
+import { Progress } from "../lib/util/progress.ts";
 import { Environment, installCRDs } from "../lib/testing/envtest.ts";
 import {
   choiceFlag,
@@ -143,9 +144,15 @@ export async function runDev(args: string[], io: CommandIO): Promise<number> {
       kubeconfig = resolve(io.cwd, kubeconfigFlag);
     } else {
       env = new Environment();
-      io.err("rudder dev: starting a local control plane (etcd + kube-apiserver)");
-      const started = await Promise.race([env.start(), stop.signal.then(() => undefined)]);
+      const progress = new Progress({ write: io.err, prefix: "rudder dev: " });
+      const step = progress.start("starting a local control plane (etcd + kube-apiserver)");
+      const started = await Promise.race([env.start(), stop.signal.then(() => undefined)])
+        .catch((err: Error) => {
+          step.fail(err.message);
+          throw err;
+        });
       if (!started) return 0;
+      step.done();
       kubeconfig = env.kubeconfigPath;
       io.err(`rudder dev: API server ${started.server}; export KUBECONFIG=${kubeconfig}`);
     }
@@ -186,6 +193,7 @@ async function loop(
 
   const start = async () => {
     try {
+      io.err("rudder dev: loading the project's resources and controllers");
       const discovery = await discoverProject(settings, { runtime, env: io.env });
       await installCRDs(config, discovery.crds);
       const names = discovery.crds.map((crd) => crd.metadata?.name).join(", ") || "none";
@@ -199,6 +207,7 @@ async function loop(
     const { command, args } = runModuleCommand(runtime, settings.main, io.env, {
       config: runtime === "deno" && existsSync(denoConfig) ? denoConfig : undefined,
     });
+    io.err(`rudder dev: starting the operator: ${command} ${args.join(" ")}`);
     operator = new OperatorProcess(command, args, settings.dir, {
       ...io.env,
       KUBECONFIG: kubeconfig,

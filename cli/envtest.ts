@@ -38,7 +38,7 @@ export function nextStopSignal(): { signal: Promise<string>; dispose(): void } {
 
 /** Builds or finds the binaries (honouring KUBEBUILDER_ASSETS); returns their directory. */
 async function ensureBinaries(force: boolean): Promise<string> {
-  return await Promise.resolve(ensureEnvtestBinaries({ force }));
+  return await ensureEnvtestBinaries({ force });
 }
 
 /** `rudder envtest`. */

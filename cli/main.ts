@@ -10,6 +10,7 @@
  * | command     | what it does                                                   |
  * | ----------- | -------------------------------------------------------------- |
  * | `init`      | a new operator project (`--local <checkout>`: no registry)     |
+ * | `create`    | `create api --kind <Kind>`: a resource and its controller      |
  * | `manifests` | CRDs, least-privilege RBAC, Deployment, kustomization.yaml     |
  * | `build`     | `deno compile` (narrow permissions) or `bun build --compile`;  |
  * |             | `--image`: an OCI image, pushed or saved, no Docker daemon     |
@@ -40,6 +41,7 @@ import {
   UsageError,
 } from "./args.ts";
 import { buildSpec, runBuild } from "./build.ts";
+import { createSpec, runCreate } from "./create.ts";
 import { devSpec, runDev } from "./dev.ts";
 import { envtestSpec, runEnvtest } from "./envtest.ts";
 import { initSpec, runInit } from "./init.ts";
@@ -59,6 +61,7 @@ export interface Command {
 /** Every command, by name. */
 export const COMMANDS: Readonly<Record<string, Command>> = {
   init: { spec: initSpec, run: runInit },
+  create: { spec: createSpec, run: runCreate },
   manifests: { spec: manifestsSpec, run: runManifests },
   build: { spec: buildSpec, run: runBuild },
   dev: { spec: devSpec, run: runDev },

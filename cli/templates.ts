@@ -143,12 +143,14 @@ function denoJson(options: ScaffoldOptions, deps: DependencyVersions): string {
   return json({
     tasks: {
       start: "deno run -A main.ts",
+      run: "deno run -A main.ts",
       test: "deno test -A",
       rudder: src.denoCli,
       dev: "deno task rudder dev",
       manifests: "deno task rudder manifests",
       build: "deno task rudder build",
       check: "deno fmt --check && deno lint && deno check",
+      ...imageTasks(options),
     },
     imports,
     // With --local, npm packages resolve from the checkout's node_modules, as in Node.
@@ -168,11 +170,14 @@ function packageJson(options: ScaffoldOptions, deps: DependencyVersions): string
     type: "module",
     scripts: {
       start: "bun main.ts",
-      test: "bun test",
+      run: "bun main.ts",
+      // Bun's default of 5 s per test and hook is too short to start a local control plane.
+      test: "bun test --timeout 120000",
       rudder: src.bunCli,
       dev: `${src.bunCli} dev --runtime bun`,
       manifests: `${src.bunCli} manifests`,
       build: `${src.bunCli} build --runtime bun`,
+      ...imageTasks(options),
     },
     dependencies: options.local ? {} : {
       // JSR packages install from npm.jsr.io under the @jsr scope (see .npmrc).
@@ -648,7 +653,7 @@ deno task test        # unit tests and the operator against a local control plan
 deno task dev         # a local control plane, the CRDs, the operator; restarts on changes
 \`\`\`
 
-With Bun: \`bun test\`, \`bun run dev\`. The local control plane needs etcd and kube-apiserver:
+With Bun: \`bun run test\`, \`bun run dev\`. The local control plane needs etcd and kube-apiserver:
 \`deno task rudder envtest setup\` builds them (with Go) and \`deno task rudder envtest env\` prints
 the \`KUBEBUILDER_ASSETS\` to export.
 
@@ -750,5 +755,84 @@ export function scaffold(
     ["README.md", readme(options)],
   ]);
   if (!options.local) files.set(".npmrc", "@jsr:registry=https://npm.jsr.io\n");
+  for (const [path, content] of sampleFiles(options)) files.set(path, content);
   return files;
+}
+
+/** The image build task of a project: the same command under Deno and under Bun. */
+function imageTasks(options: ScaffoldOptions): Record<string, string> {
+  return { image: `docker build -t ${options.name}:0.1.0 .` };
+}
+
+/** The path of a kind's sample object, as kubebuilder names it: `config/samples/<group>_<version>_<kind>.yaml`. */
+export function samplePath(options: Pick<ScaffoldOptions, "group" | "version" | "kind">): string {
+  return `config/samples/${options.group}_${options.version}_${options.kind.toLowerCase()}.yaml`;
+}
+
+/** A sample object of a kind, for `kubectl apply -f config/samples/`. */
+export function sampleObject(options: Pick<ScaffoldOptions, "group" | "version" | "kind">): string {
+  const lower = options.kind.toLowerCase();
+  return [
+    `apiVersion: ${options.group}/${options.version}`,
+    `kind: ${options.kind}`,
+    "metadata:",
+    `  name: ${lower}-sample`,
+    "spec:",
+    `  message: hello from ${lower}-sample`,
+    "",
+  ].join("\n");
+}
+
+/** `config/samples/`: one sample object per kind and the kustomization that lists them. */
+export function sampleFiles(options: ScaffoldOptions): Map<string, string> {
+  const path = samplePath(options);
+  return new Map([
+    [path, sampleObject(options)],
+    ["config/samples/kustomization.yaml", sampleKustomization([path])],
+  ]);
+}
+
+/** The kustomization of `config/samples/` listing `paths` (relative to the project). */
+export function sampleKustomization(paths: string[]): string {
+  const names = paths.map((path) => path.replace(/^config\/samples\//, ""));
+  return ["resources:", ...names.map((name) => `  - ${name}`), ""].join("\n");
+}
+
+/**
+ * The files `rudder create api` adds for a new kind: its resource, its controller and their
+ * tests. `allKinds` lists every kind of the project after the addition, with its api module,
+ * so the new test's local control plane serves every CRD the operator's controllers watch.
+ */
+export function apiFiles(
+  options: ScaffoldOptions,
+  allKinds: { kind: string; file: string }[],
+): Map<string, string> {
+  const n = names(options);
+  return new Map([
+    [n.apiFile, apiModule(options)],
+    [n.controllerFile, controllerModule(options)],
+    [n.testFile, withEnvironmentKinds(controllerTest(options), n.kind, allKinds)],
+  ]);
+}
+
+/**
+ * A test module whose `new Environment({ crds: [...] })` also installs `kinds`, with their
+ * imports added after the module's import of `own` (its own kind); kinds already there are kept.
+ */
+export function withEnvironmentKinds(
+  test: string,
+  own: string,
+  kinds: { kind: string; file: string }[],
+): string {
+  const match = test.match(/new Environment\(\{ crds: \[([^\]]*)\] \}\)/);
+  if (!match) return test;
+  const present = match[1].split(",").map((name) => name.trim()).filter((name) => name !== "");
+  const missing = kinds.filter(({ kind }) => !present.includes(kind));
+  if (missing.length === 0) return test;
+  const list = [...present, ...missing.map(({ kind }) => kind)].join(", ");
+  let out = test.replace(match[0], `new Environment({ crds: [${list}] })`);
+  const ownImport = new RegExp(`^import \\{ ${own} \\} from "[^"]+";$`, "m");
+  const imports = missing.map(({ kind, file }) => `import { ${kind} } from "../${file}";`);
+  out = out.replace(ownImport, (line) => [line, ...imports].join("\n"));
+  return out;
 }

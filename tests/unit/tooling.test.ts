@@ -14,6 +14,7 @@ import {
   findControlPlaneBinaries,
 } from "../../lib/testing/assets.ts";
 import { countJUnit } from "../../tools/test.ts";
+import { publishedFiles } from "../../tools/check.ts";
 import { embeddedModule, stagingModules } from "../../tools/envtest/gen_go_mod.ts";
 
 const root = new URL("../../", import.meta.url);
@@ -166,5 +167,20 @@ replace (
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("the publish check", () => {
+  it("reads the files of a dry run and refuses one that warns or lists nothing", () => {
+    const ok = [
+      "Simulating publish of @rudder/operator@0.1.0 with files:",
+      "   file:///src/rudder/mod.ts (1.2KB)",
+      "   file:///src/rudder/lib/api/mod.ts (3KB)",
+      "Warning: Aborting due to --dry-run",
+    ].join("\n");
+    assert.deepEqual(publishedFiles(ok, "/src/rudder"), ["mod.ts", "lib/api/mod.ts"]);
+    const warned = `warning[unanalyzable-dynamic-import]: unable to analyze dynamic import\n${ok}`;
+    assert.throws(() => publishedFiles(warned, "/src/rudder"), /unanalyzable-dynamic-import/);
+    assert.throws(() => publishedFiles("Checking...", "/src/rudder"), /listed no files/);
   });
 });

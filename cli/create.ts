@@ -1,0 +1,236 @@
+/**
+ * `rudder create api --kind <Kind>`: adds a custom resource and its controller to a project made
+ * by `rudder init` (kubebuilder's `create api`). It writes `api/<kind>.ts`,
+ * `controllers/<kind>_controller.ts` and its test, a sample object under `config/samples/`,
+ * lists the api module in `rudder.json`, and registers the controller in `main.ts`'s `setup`.
+ * The existing tests' local control planes are given the new CRD, since the operator they start
+ * now watches the new kind too.
+ *
+ * @module
+ */
+
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import {
+  booleanFlag,
+  type CommandIO,
+  type CommandSpec,
+  parseCommandArgs,
+  stringFlag,
+  UsageError,
+} from "./args.ts";
+import { validateScaffoldOptions } from "./init.ts";
+import { findProjectDir, loadProject, SETTINGS_FILE } from "./project.ts";
+import {
+  apiFiles,
+  sampleKustomization,
+  sampleObject,
+  samplePath,
+  type ScaffoldOptions,
+  withEnvironmentKinds,
+} from "./templates.ts";
+
+/** `rudder create`. */
+export const createSpec: CommandSpec = {
+  name: "create",
+  summary: "add a resource and its controller to the project (create api)",
+  positionals: ["<api>"],
+  flags: {
+    kind: {
+      type: "string",
+      value: "<Kind>",
+      description: "Kind of the new custom resource, UpperCamelCase (required).",
+    },
+    version: {
+      type: "string",
+      value: "<version>",
+      description: "Its API version (default: that of the project's first resource, or v1alpha1).",
+    },
+    group: {
+      type: "string",
+      value: "<group>",
+      description: "Its API group (default: that of the project's first resource).",
+    },
+    dir: {
+      type: "string",
+      value: "<project>",
+      description: "The operator project (default: the nearest directory with rudder.json).",
+    },
+    force: {
+      type: "boolean",
+      description: "Overwrite the kind's files if they exist.",
+    },
+  },
+  details: [
+    "Writes api/<kind>.ts, controllers/<kind>_controller.ts and its test, and a sample under",
+    "config/samples/; lists the api module in rudder.json and calls setup<Kind>Controller(mgr)",
+    "in main.ts's setup. Run `rudder manifests` afterwards for its CRD and RBAC.",
+  ],
+  examples: [
+    "rudder create api --kind MemcachedBackup",
+    "rudder create api --group batch.example.com --version v1 --kind CronJob",
+  ],
+};
+
+/** A kind the project already has: its name, api module, group and version. */
+export interface ExistingKind {
+  kind: string;
+  file: string;
+  group: string;
+  version: string;
+}
+
+/** The kinds declared with `defineResource({...})` in the project's api modules. */
+export function existingKinds(dir: string, apiModules: string[]): ExistingKind[] {
+  const kinds: ExistingKind[] = [];
+  for (const file of apiModules) {
+    const path = join(dir, file);
+    if (!existsSync(path)) continue;
+    const source = readFileSync(path, "utf8");
+    for (const match of source.matchAll(/defineResource\(\{([^]*?)\n\}\)/g)) {
+      const field = (name: string) => match[1].match(new RegExp(`\\b${name}:\\s*"([^"]+)"`))?.[1];
+      const kind = field("kind");
+      const group = field("group");
+      const version = field("version");
+      if (kind && group && version) kinds.push({ kind, file, group, version });
+    }
+  }
+  return kinds;
+}
+
+/**
+ * `main.ts` with `setup<Kind>Controller` imported (after the last controller import) and called
+ * in `setup` (after the last controller set-up there); throws when it cannot find either spot.
+ */
+export function registerController(main: string, kind: string, controllerFile: string): string {
+  const call = `setup${kind}Controller`;
+  if (main.includes(`${call}(`)) return main;
+  const lines = main.split("\n");
+  const importLine = `import { ${call} } from "./${controllerFile}";`;
+  const lastImport = lines.findLastIndex((line) => /^import .* from "\.\/controllers\//.test(line));
+  const anyImport = lines.findLastIndex((line) => /^import .* from "/.test(line));
+  const at = lastImport >= 0 ? lastImport : anyImport;
+  if (at < 0) throw new Error("main.ts has no import to add the controller's after");
+  lines.splice(at + 1, 0, importLine);
+
+  const setupStart = lines.findIndex((line) => /^export (async )?function setup\(/.test(line));
+  if (setupStart < 0) throw new Error("main.ts has no `export function setup(mgr)`");
+  const setupEnd = lines.findIndex((line, i) => i > setupStart && line === "}");
+  if (setupEnd < 0) throw new Error("main.ts: cannot find the end of setup()");
+  let lastCall = -1;
+  for (let i = setupStart + 1; i < setupEnd; i++) {
+    if (/^\s+setup\w*Controller\(/.test(lines[i])) lastCall = i;
+  }
+  const indent = lastCall >= 0 ? lines[lastCall].match(/^\s*/)![0] : "  ";
+  lines.splice(lastCall >= 0 ? lastCall + 1 : setupEnd, 0, `${indent}${call}(mgr);`);
+  return lines.join("\n");
+}
+
+/** Runs `rudder create api`. */
+export function runCreate(args: string[], io: CommandIO): number {
+  const parsed = parseCommandArgs(createSpec, args);
+  if (!parsed) return 0;
+  const what = parsed.positionals[0];
+  if (what !== "api") {
+    throw new UsageError(`unknown resource "${what}": rudder create api --kind <Kind>`, "create");
+  }
+  const kind = stringFlag(parsed, "kind");
+  if (kind === undefined) throw new UsageError("--kind is required", "create");
+  const dirFlag = stringFlag(parsed, "dir");
+  const settings = loadProject(dirFlag ? resolve(io.cwd, dirFlag) : findProjectDir(io.cwd));
+  const dir = settings.dir;
+  const kinds = existingKinds(dir, settings.api);
+  if (kinds.some((existing) => existing.kind === kind)) {
+    throw new Error(
+      `the project already has a ${kind} (${kinds.find((k) => k.kind === kind)!.file})`,
+    );
+  }
+  const options: ScaffoldOptions = {
+    name: settings.name,
+    group: stringFlag(parsed, "group", kinds[0]?.group ?? "example.com"),
+    version: stringFlag(parsed, "version", kinds[0]?.version ?? "v1alpha1"),
+    kind,
+  };
+  try {
+    validateScaffoldOptions(options);
+  } catch (err) {
+    if (err instanceof UsageError) throw new UsageError(err.message, "create");
+    throw err;
+  }
+  const lower = kind.toLowerCase();
+  const apiFile = `api/${lower}.ts`;
+  const controllerFile = `controllers/${lower}_controller.ts`;
+  const all = [...kinds, { kind, file: apiFile }];
+  const files = apiFiles(options, all);
+  if (!booleanFlag(parsed, "force")) {
+    const existing = [...files.keys()].filter((path) => existsSync(join(dir, path)));
+    if (existing.length > 0) {
+      throw new Error(`${existing.join(", ")} already exist(s); pass --force to overwrite`);
+    }
+  }
+
+  const mainPath = join(dir, settings.main);
+  const main = registerController(readFileSync(mainPath, "utf8"), kind, controllerFile);
+
+  // Samples: add this kind's and list every sample in the kustomization.
+  const sample = samplePath(options);
+  files.set(sample, sampleObject(options));
+  const samplesDir = join(dir, "config", "samples");
+  const samples = existsSync(samplesDir)
+    ? readdirSync(samplesDir).filter((f) => f.endsWith(".yaml") && f !== "kustomization.yaml")
+      .map((f) => `config/samples/${f}`)
+    : [];
+  files.set(
+    "config/samples/kustomization.yaml",
+    sampleKustomization([...new Set([...samples, sample])].sort()),
+  );
+
+  // The other tests start the whole operator, which now watches this kind too.
+  for (const file of testFiles(dir)) {
+    if (files.has(file)) continue;
+    const before = readFileSync(join(dir, file), "utf8");
+    const owner = kinds.find((k) =>
+      file === `controllers/${k.kind.toLowerCase()}_controller_test.ts`
+    );
+    if (!owner) continue;
+    const after = withEnvironmentKinds(before, owner.kind, [{ kind, file: apiFile }]);
+    if (after !== before) files.set(file, after);
+  }
+
+  for (const [path, content] of files) {
+    const target = join(dir, path);
+    mkdirSync(dirname(target), { recursive: true });
+    writeFileSync(target, content);
+    io.out(`  ${path}`);
+  }
+  writeFileSync(mainPath, main);
+  io.out(`  ${settings.main}`);
+  const settingsPath = join(dir, SETTINGS_FILE);
+  if (existsSync(settingsPath)) {
+    const raw = JSON.parse(readFileSync(settingsPath, "utf8"));
+    if (Array.isArray(raw.api) && !raw.api.includes(apiFile)) {
+      raw.api.push(apiFile);
+      writeFileSync(settingsPath, `${JSON.stringify(raw, null, 2)}\n`);
+      io.out(`  ${SETTINGS_FILE}`);
+    }
+  }
+  const shown = relative(io.cwd, dir) || ".";
+  io.err(
+    [
+      `Added ${kind} (${options.group}/${options.version}) to ${settings.name} (${shown}).`,
+      "Next:",
+      `  edit ${apiFile} (its spec and status) and ${controllerFile} (its reconciler)`,
+      "  deno task manifests   # its CRD and RBAC",
+      "  deno task test",
+    ].join("\n"),
+  );
+  return 0;
+}
+
+/** The project's controller tests, relative to `dir`. */
+function testFiles(dir: string): string[] {
+  const controllers = join(dir, "controllers");
+  if (!existsSync(controllers)) return [];
+  return readdirSync(controllers).filter((f) => /_test\.ts$/.test(f)).sort()
+    .map((f) => `controllers/${f}`);
+}
