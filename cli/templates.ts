@@ -395,7 +395,8 @@ function mainModule(options: ScaffoldOptions): string {
 
 import process from "node:process";
 import { configureLogging, Manager, type ManagerOptions } from "@rudder/operator";
-import { LeaderElectionLostError } from "@rudder/operator/leaderelection";${
+import { LeaderElectionLostError } from "@rudder/operator/leaderelection";
+import { describeError } from "@rudder/operator/manager";${
     options.webhooks
       ? `\nimport { webhookCertificatesFromEnv } from "@rudder/operator/webhook";`
       : ""
@@ -448,14 +449,17 @@ export function createManager(overrides: Partial<ManagerOptions> = {}): Manager 
 }
 
 if (import.meta.main) {
-  await configureLogging({
-    dev: process.env.LOG_FORMAT === "dev",
-    categories: [["${options.name}"]],
-  });
   try {
+    await configureLogging({
+      dev: process.env.LOG_FORMAT === "dev",
+      categories: [["${options.name}"]],
+    });
     await createManager().start(); // until SIGTERM or SIGINT, then a graceful stop
   } catch (err) {
-    console.error(err instanceof LeaderElectionLostError ? \`leadership lost: \${err.message}\` : err);
+    // One line that names the problem: no stack trace, no page of bundled source.
+    console.error(
+      err instanceof LeaderElectionLostError ? \`leadership lost: \${err.message}\` : describeError(err),
+    );
     process.exit(1);
   }
 }

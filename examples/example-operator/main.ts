@@ -14,6 +14,7 @@
 import process from "node:process";
 import { configureLogging, Manager, type ManagerOptions } from "../../mod.ts";
 import { LeaderElectionLostError } from "../../lib/leaderelection/mod.ts";
+import { describeError } from "../../lib/manager/mod.ts";
 import { setupExampleController } from "./controllers/example_controller.ts";
 import { webhookCertificatesFromEnv } from "../../lib/webhook/mod.ts";
 import { setupExampleWebhook } from "./webhooks/example_webhook.ts";
@@ -52,14 +53,19 @@ export function createManager(
 }
 
 if (import.meta.main) {
-  await configureLogging({
-    dev: process.env.LOG_FORMAT === "dev",
-    categories: [["example-operator"]],
-  });
   try {
+    await configureLogging({
+      dev: process.env.LOG_FORMAT === "dev",
+      categories: [["example-operator"]],
+    });
     await createManager().start(); // resolves after a graceful stop (SIGTERM/SIGINT)
   } catch (err) {
-    console.error(err instanceof LeaderElectionLostError ? `leadership lost: ${err.message}` : err);
+    // One line that names the problem: no stack trace, no page of bundled source.
+    console.error(
+      err instanceof LeaderElectionLostError
+        ? `leadership lost: ${err.message}`
+        : describeError(err),
+    );
     process.exit(1);
   }
 }

@@ -8,6 +8,7 @@
 import process from "node:process";
 import { configureLogging, Manager, type ManagerOptions } from "@rudder/operator";
 import { LeaderElectionLostError } from "@rudder/operator/leaderelection";
+import { describeError } from "@rudder/operator/manager";
 import { setupWebsiteController } from "./controllers/website_controller.ts";
 
 /** Registers the controllers and checks with `mgr` (`rudder manifests` calls it too). */
@@ -32,14 +33,19 @@ export function createManager(overrides: Partial<ManagerOptions> = {}): Manager 
 }
 
 if (import.meta.main) {
-  await configureLogging({
-    dev: process.env.LOG_FORMAT === "dev",
-    categories: [["website-operator"]],
-  });
   try {
+    await configureLogging({
+      dev: process.env.LOG_FORMAT === "dev",
+      categories: [["website-operator"]],
+    });
     await createManager().start(); // until SIGTERM or SIGINT
   } catch (err) {
-    console.error(err instanceof LeaderElectionLostError ? `leadership lost: ${err.message}` : err);
+    // One line that names the problem: no stack trace, no page of bundled source.
+    console.error(
+      err instanceof LeaderElectionLostError
+        ? `leadership lost: ${err.message}`
+        : describeError(err),
+    );
     process.exit(1);
   }
 }

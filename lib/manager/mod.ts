@@ -18,4 +18,9 @@
 
 export { Manager, type ManagerOptions, type MetricsServing } from "./manager.ts";
 export type { Runnable } from "../util/runnable.ts";
-export { configureLogging, type Logger, type LoggingOptions } from "../util/logging.ts";
+export {
+  configureLogging,
+  describeError,
+  type Logger,
+  type LoggingOptions,
+} from "../util/logging.ts";

@@ -107,6 +107,24 @@ function serializeValue(value: unknown, depth: number): unknown {
   return out;
 }
 
+/**
+ * An error as one line, `Name: message (caused by Name: message)`: what an operator that cannot
+ * start prints before it exits, instead of a stack trace (or, in a compiled binary, a page of
+ * bundled source). Anything thrown that is not an Error is written as a string.
+ *
+ * @example
+ * ```ts
+ * import { describeError } from "@rudder/operator/manager";
+ *
+ * const err = new Error("cannot reach the API server", { cause: new Error("connection refused") });
+ * console.log(describeError(err));
+ * // Error: cannot reach the API server (caused by Error: connection refused)
+ * ```
+ */
+export function describeError(err: unknown): string {
+  return err instanceof Error ? renderError(err) : String(err);
+}
+
 /** `Name: message (caused by Name: message)`, for an error inside a rendered message. */
 function renderError(err: Error): string {
   let text = `${err.name}: ${err.message}`;
