@@ -29,9 +29,13 @@ export interface DiscoveredKind {
   scope: "Namespaced" | "Cluster";
 }
 
-/** A kind a controller watches, and how. */
+/**
+ * A kind a controller watches, and its role in the manifest model: what the generated RBAC
+ * grants on it (reads for every role; writes for `for` and `owns`; status and finalizers for
+ * `for`).
+ */
 export interface DiscoveredWatch extends DiscoveredKind {
-  role: WatchedKind["role"];
+  role: WatchedKind["relation"];
 }
 
 /** A controller and what it watches. */
@@ -121,7 +125,7 @@ export async function discoverSetup(
     if (!Array.isArray(candidate.watched)) continue;
     controllers.push({
       name: String(candidate.name ?? ""),
-      watched: candidate.watched.map(({ type, role }) => ({ ...toKind(type), role })),
+      watched: candidate.watched.map(({ type, relation }) => ({ ...toKind(type), role: relation })),
     });
   }
   return { controllers, webhooks: server.hasHandlers(), admissionWebhooks };

@@ -196,12 +196,12 @@ export class ControllerBuilder {
       })),
       ...this.#watches,
     ];
-    if (this.#for) controller.watched.push({ type: this.#for.type, role: "for" });
-    for (const { type } of this.#owns) controller.watched.push({ type, role: "owns" });
+    if (this.#for) controller.watched.push({ type: this.#for.type, relation: "for" });
+    for (const { type } of this.#owns) controller.watched.push({ type, relation: "owns" });
     for (const watch of this.#watches) {
       controller.watched.push({
         type: watch.type,
-        role: watch.metadataOnly ? "metadata" : "watches",
+        relation: watch.metadataOnly ? "metadata" : "watches",
       });
     }
     for (const watch of watches) {

@@ -99,12 +99,17 @@ export interface ControllerOptions {
 
 const DEFAULT_CACHE_SYNC_TIMEOUT_MS = 2 * 60 * 1000;
 
-/** A kind a controller watches, and how: what `rudder manifests` derives RBAC rules from. */
+/**
+ * A kind a controller watches, and how, as its builder was told: `for` (reconciled), `owns`
+ * (created and owned), `watches` or `metadata` (a metadata-only watch). What permissions each
+ * needs is the business of whoever deploys the controller (`rudder manifests`), not of the
+ * controller.
+ */
 export interface WatchedKind {
   /** The kind. */
   type: ResourceType<KubeObject>;
-  /** `for` (reconciled), `owns` (created and owned), `watches` or `metadata` (read only). */
-  role: "for" | "owns" | "watches" | "metadata";
+  /** How the controller watches it. */
+  relation: "for" | "owns" | "watches" | "metadata";
 }
 
 /**

@@ -162,7 +162,7 @@ describe("newControllerManagedBy", () => {
     const controller = newControllerManagedBy(h).for(ConfigMap).owns(Secret)
       .watchesMetadata(Pod, enqueueRequestForObject()).build(() => ({}));
     assert.equal(controller.name, "configmap");
-    assert.deepEqual(controller.watched.map((w) => [w.type.kind, w.role]), [
+    assert.deepEqual(controller.watched.map((w) => [w.type.kind, w.relation]), [
       ["ConfigMap", "for"],
       ["Secret", "owns"],
       ["Pod", "metadata"],
