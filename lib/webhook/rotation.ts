@@ -292,29 +292,30 @@ export class CertificateRotator implements Runnable {
   async #inject(caCert: string): Promise<void> {
     const bundle = Buffer.from(caCert).toString("base64");
     const { client } = this.#options;
-    for (const name of this.#options.mutatingWebhookConfigurations ?? []) {
-      await updateIfChanged(() => client.get(MutatingWebhookConfiguration, { name }), (c) => {
-        let changed = false;
-        for (const webhook of c.webhooks ?? []) {
-          if (webhook.clientConfig.caBundle !== bundle) {
-            webhook.clientConfig.caBundle = bundle;
-            changed = true;
-          }
+    // Mutating and validating configurations hold their CA the same way, in each webhook.
+    const setBundle = (c: { webhooks?: { clientConfig: { caBundle?: string } }[] }) => {
+      let changed = false;
+      for (const webhook of c.webhooks ?? []) {
+        if (webhook.clientConfig.caBundle !== bundle) {
+          webhook.clientConfig.caBundle = bundle;
+          changed = true;
         }
-        return changed;
-      }, (c) => client.update(c));
+      }
+      return changed;
+    };
+    for (const name of this.#options.mutatingWebhookConfigurations ?? []) {
+      await updateIfChanged(
+        () => client.get(MutatingWebhookConfiguration, { name }),
+        setBundle,
+        (c) => client.update(c),
+      );
     }
     for (const name of this.#options.validatingWebhookConfigurations ?? []) {
-      await updateIfChanged(() => client.get(ValidatingWebhookConfiguration, { name }), (c) => {
-        let changed = false;
-        for (const webhook of c.webhooks ?? []) {
-          if (webhook.clientConfig.caBundle !== bundle) {
-            webhook.clientConfig.caBundle = bundle;
-            changed = true;
-          }
-        }
-        return changed;
-      }, (c) => client.update(c));
+      await updateIfChanged(
+        () => client.get(ValidatingWebhookConfiguration, { name }),
+        setBundle,
+        (c) => client.update(c),
+      );
     }
     for (const name of this.#options.crds ?? []) {
       await updateIfChanged(() => client.get(CustomResourceDefinition, { name }), (crd) => {
