@@ -66,17 +66,21 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.mode, "mode", "sync", "sync, reconcile, latency or idle")
-	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "path of the kubeconfig file")
-	flag.StringVar(&o.namespace, "namespace", "", "namespace whose ConfigMaps are watched")
-	flag.StringVar(&o.contentType, "content-type", "protobuf", "protobuf or json")
-	flag.StringVar(&o.token, "token", "", "reconcile: the value every object's annotation is patched to")
-	flag.IntVar(&o.objects, "objects", 0, "how many ConfigMaps the namespace holds")
-	flag.IntVar(&o.workers, "workers", 1, "reconcile, latency: MaxConcurrentReconciles")
-	flag.IntVar(&o.count, "count", 0, "latency: how many changes the harness makes")
-	flag.IntVar(&o.port, "port", 0, "idle: port of the health probe server")
-	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long")
-	flag.Parse()
+	// Our own flag set: controller-runtime registers --kubeconfig on flag.CommandLine.
+	flags := flag.NewFlagSet("controller-runtime-peer", flag.ExitOnError)
+	flags.StringVar(&o.mode, "mode", "sync", "sync, reconcile, latency or idle")
+	flags.StringVar(&o.kubeconfig, "kubeconfig", "", "path of the kubeconfig file")
+	flags.StringVar(&o.namespace, "namespace", "", "namespace whose ConfigMaps are watched")
+	flags.StringVar(&o.contentType, "content-type", "protobuf", "protobuf or json")
+	flags.StringVar(&o.token, "token", "", "reconcile: the value every object's annotation is patched to")
+	flags.IntVar(&o.objects, "objects", 0, "how many ConfigMaps the namespace holds")
+	flags.IntVar(&o.workers, "workers", 1, "reconcile, latency: MaxConcurrentReconciles")
+	flags.IntVar(&o.count, "count", 0, "latency: how many changes the harness makes")
+	flags.IntVar(&o.port, "port", 0, "idle: port of the health probe server")
+	flags.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long")
+	if err := flags.Parse(os.Args[1:]); err != nil {
+		fail(err)
+	}
 	if o.kubeconfig == "" || o.namespace == "" {
 		fail(fmt.Errorf("--kubeconfig and --namespace are required"))
 	}
