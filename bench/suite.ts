@@ -157,30 +157,29 @@ function contenders(): Contender[] {
     }
   }
   // The memory investigation: what returns the memory Deno's allocator keeps after the list.
-  const variants: [string, string, string[], Record<string, string>, string[]][] = [
-    ["arena2", "MALLOC_ARENA_MAX=2", [], { MALLOC_ARENA_MAX: "2" }, []],
+  const trim = { MALLOC_TRIM_THRESHOLD_: "131072", MALLOC_MMAP_THRESHOLD_: "131072" };
+  const paged = ["--page-size", "500"];
+  const variants: [string, string, string[], Record<string, string>, string[], Measure[]][] = [
+    ["arena2", "MALLOC_ARENA_MAX=2", [], { MALLOC_ARENA_MAX: "2" }, [], ["sync"]],
+    ["trim", "malloc trim and mmap thresholds 128 KiB", [], trim, [], ["sync"]],
+    ["paged", "paged list, 500 per page", [], {}, paged, ["sync"]],
+    ["trim+paged", "malloc thresholds 128 KiB and paged list", [], trim, paged, ["sync"]],
+    ["semi1", "--max-semi-space-size=1", ["--max-semi-space-size=1"], {}, [], MEASURES],
+    ["semi4", "--max-semi-space-size=4", ["--max-semi-space-size=4"], {}, [], ["sync"]],
     [
-      "trim",
-      "MALLOC_TRIM_THRESHOLD_=MALLOC_MMAP_THRESHOLD_=128 KiB",
-      [],
-      { MALLOC_TRIM_THRESHOLD_: "131072", MALLOC_MMAP_THRESHOLD_: "131072" },
-      [],
-    ],
-    ["semi1", "--max-semi-space-size=1", ["--max-semi-space-size=1"], {}, []],
-    ["paged", "paged list, 500 per page", [], {}, ["--page-size", "500"]],
-    [
-      "trim+paged",
-      "malloc thresholds 128 KiB and paged list",
-      [],
-      { MALLOC_TRIM_THRESHOLD_: "131072", MALLOC_MMAP_THRESHOLD_: "131072" },
-      ["--page-size", "500"],
+      "semi1+paged",
+      "--max-semi-space-size=1 and paged list",
+      ["--max-semi-space-size=1"],
+      {},
+      paged,
+      ["sync"],
     ],
   ];
-  for (const [suffix, what, v8Flags, env, args] of variants) {
+  for (const [suffix, what, v8Flags, env, args, measures] of variants) {
     all.push({
       name: `rudder-deno:${suffix}`,
       label: `Rudder (Deno), ${what}`,
-      measures: ["sync"],
+      measures,
       env,
       variant: true,
       command: () => [...denoCommand(RUDDER, v8Flags), ...args],

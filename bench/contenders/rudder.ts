@@ -163,4 +163,8 @@ async function runController(args: ContenderArgs): Promise<void> {
 const args = contenderArgs();
 if (args.mode === "sync") await runSync(args);
 else await runController(args);
+// bench/profile.ts takes a CPU profile over the inspector before the process goes away.
+if (process.env.BENCH_HOLD_MS) {
+  await new Promise((resolve) => setTimeout(resolve, Number(process.env.BENCH_HOLD_MS)));
+}
 process.exit(0);
