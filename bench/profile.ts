@@ -250,6 +250,14 @@ async function main(): Promise<void> {
         readFileSync("/proc/loadavg", "utf8").trim()
       }, ${os.cpus().length} CPUs. Raw profile: ${base.split("/").pop()}.cpuprofile.`,
       "",
+      values.runtime === "bun"
+        ? "Bun's sampler covers wall time, so the native `fetch` row includes waiting for " +
+          "answers; compare the lib/ rows with each other and with `cpuSeconds` above."
+        : "Line numbers are those of Deno's transpiled JavaScript (look functions up by name). " +
+          "`op_inspector_emit_protocol_event`, `inspector_network_bridge.js` and " +
+          "`readableByteStreamTee` are the inspector's own network instrumentation: the cost " +
+          "of profiling, not of Rudder.",
+      "",
       ...summarize(profile, 40),
       "",
     ].join("\n");
