@@ -273,6 +273,10 @@ export function withMaxWait<K>(limiter: RateLimiter<K>, maxMs: number): RateLimi
  * (opt-in from v0.20, the default since v0.23). The classic queue's default, which adds a
  * 10 qps / 100 burst bucket shared by all items, is {@linkcode legacyControllerRateLimiter}.
  *
+ * @param keyOf the identity of an item (default {@linkcode defaultKeyOf}); a queue that has a
+ * cheaper key of its own (a controller's `namespace/name`) should pass it, since the limiter
+ * keys the item on every `forget`, i.e. on every reconcile
+ *
  * @example
  * ```ts
  * import { defaultControllerRateLimiter } from "@rudder/operator/workqueue";
@@ -281,8 +285,10 @@ export function withMaxWait<K>(limiter: RateLimiter<K>, maxMs: number): RateLimi
  * console.log(limiter.when("a"), limiter.when("a"), limiter.when("a")); // 5 10 20
  * ```
  */
-export function defaultControllerRateLimiter<K>(): RateLimiter<K> {
-  return itemExponentialFailure<K>(5, 1_000_000);
+export function defaultControllerRateLimiter<K>(
+  keyOf: (item: K) => string = defaultKeyOf,
+): RateLimiter<K> {
+  return itemExponentialFailure<K>(5, 1_000_000, keyOf);
 }
 
 /**

@@ -269,6 +269,19 @@ describe("controller defaults", () => {
     assert.equal(capped.at(-1), 1_000_000);
   });
 
+  it("defaultControllerRateLimiter keys items with a given keyOf", () => {
+    const keys: string[] = [];
+    const limiter = defaultControllerRateLimiter<{ namespace: string; name: string }>((item) => {
+      keys.push(`${item.namespace}/${item.name}`);
+      return `${item.namespace}/${item.name}`;
+    });
+    limiter.when({ namespace: "ns", name: "a" });
+    assert.equal(limiter.when({ name: "a", namespace: "ns" }), 10);
+    limiter.forget({ namespace: "ns", name: "a" });
+    assert.equal(limiter.numRequeues({ namespace: "ns", name: "a" }), 0);
+    assert.deepEqual(keys, ["ns/a", "ns/a", "ns/a", "ns/a"]);
+  });
+
   it("legacyControllerRateLimiter adds client-go's 10 qps / 100 burst bucket", () => {
     const clock = new FakeClock();
     const limiter = legacyControllerRateLimiter<string>(clock);
