@@ -26,7 +26,9 @@ const CHECKED = [
   "tests/",
   "tools/",
   "examples/",
-  "bench/cache.ts",
+  "bench/suite.ts",
+  "bench/profile.ts",
+  "bench/watch_decode.ts",
   "bench/contenders/",
   "bench/peers/floor.ts",
 ];

@@ -1,96 +1,136 @@
 /**
- * What every TypeScript contender of the cache benchmark shares: its command-line arguments,
- * resident memory read after a forced GC, and the one JSON line it reports to bench/cache.ts.
+ * What every TypeScript contender of the benchmark suite shares: its command-line arguments,
+ * memory and CPU readings, and the JSON lines it reports to bench/suite.ts.
  *
  * @module
  */
 
+import { readFileSync } from "node:fs";
 import process from "node:process";
 import { setTimeout } from "node:timers";
 import { parseArgs } from "node:util";
 
-/**
- * A contender that has not finished after this long exits with an error, so none outlives a
- * harness that was killed outright (bench/cache.ts stops them itself on every other path).
- */
-const DEADLINE_MS = 10 * 60_000;
+/** Annotations the harness and every reconciler use (the Go peer uses the same names). */
+export const TOKEN_ANNOTATION = "bench.rudder.dev/token";
+export const SENT_ANNOTATION = "bench.rudder.dev/sent";
+export const SEQ_ANNOTATION = "bench.rudder.dev/seq";
 
-/** Full collections before RSS is read, and the milliseconds between them. */
+/** Full collections before memory is read, and the milliseconds between them. */
 const GC_ROUNDS = 3;
 const GC_PAUSE_MS = 10;
 
-/** Arguments bench/cache.ts passes to every contender. */
+/** Arguments bench/suite.ts passes to every contender; each mode uses some of them. */
 export interface ContenderArgs {
+  /** `sync`, `reconcile`, `latency` or `idle`. */
+  mode: string;
   /** Path of the kubeconfig file of the benchmark's control plane. */
   kubeconfig: string;
-  /** Namespace holding the benchmark's ConfigMaps. */
+  /** Namespace holding the ConfigMaps. */
   namespace: string;
   /** How many ConfigMaps the namespace holds. */
   objects: number;
+  /** Reconcile: the value the reconciler patches every object's annotation to; latency: the run's prefix. */
+  token: string;
+  /** Reconcile and latency: `maxConcurrentReconciles`. */
+  workers: number;
+  /** Latency: how many changes the harness makes. */
+  count: number;
+  /** Idle: port of the health probe server. */
+  port: number;
+  /** Sync: objects per page, with streaming lists off (0: the defaults). */
+  pageSize: number;
+  /** Floor: `list` (one GET) or `stream` (a watch with sendInitialEvents). */
+  wire: string;
+  /** Floor: whether to accept a gzipped body. */
+  gzip: boolean;
+  /** Milliseconds after which the contender gives up and exits non-zero. */
+  timeoutMs: number;
 }
 
-/** What a contender prints, as one JSON line, when it has synced. */
-export interface ContenderResult {
-  /** Milliseconds from just before the cache starts to when it reports synced. */
-  syncMs: number;
-  /** Resident memory after a forced GC, just before the cache starts. */
-  rssBaselineBytes: number;
-  /** Resident memory after a forced GC, once synced, with the cache still referenced. */
-  rssSyncedBytes: number;
-  /** How many objects the synced cache holds. */
-  objects: number;
-  /** Extra figures a contender may add (the floor reports the list body's size). */
-  [extra: string]: number;
-}
-
-/**
- * Parses `--kubeconfig <path> --namespace <ns> --objects <n>` and arms the contender's
- * deadline ({@linkcode DEADLINE_MS}).
- */
+/** Parses the arguments and arms the contender's deadline. */
 export function contenderArgs(args: string[] = process.argv.slice(2)): ContenderArgs {
   const { values } = parseArgs({
     args,
     options: {
+      mode: { type: "string", default: "sync" },
       kubeconfig: { type: "string" },
       namespace: { type: "string" },
-      objects: { type: "string" },
+      objects: { type: "string", default: "0" },
+      token: { type: "string", default: "" },
+      workers: { type: "string", default: "1" },
+      count: { type: "string", default: "0" },
+      port: { type: "string", default: "0" },
+      "page-size": { type: "string", default: "0" },
+      timeout: { type: "string", default: "600s" },
+      wire: { type: "string", default: "list" },
+      gzip: { type: "string", default: "on" },
     },
   });
-  if (!values.kubeconfig || !values.namespace || !values.objects) {
-    throw new Error("usage: --kubeconfig <path> --namespace <ns> --objects <n>");
+  if (!values.kubeconfig || !values.namespace) {
+    throw new Error("usage: --mode <m> --kubeconfig <path> --namespace <ns> [...]");
   }
+  const timeoutMs = Number(values.timeout.replace(/s$/, "")) * 1000;
   setTimeout(() => {
-    console.error(`no result after ${DEADLINE_MS / 1000} s: giving up`);
+    console.error(`no result after ${timeoutMs / 1000} s: giving up`);
     process.exit(1);
-  }, DEADLINE_MS).unref();
+  }, timeoutMs).unref();
   return {
+    mode: values.mode,
     kubeconfig: values.kubeconfig,
     namespace: values.namespace,
     objects: Number(values.objects),
+    token: values.token,
+    workers: Number(values.workers),
+    count: Number(values.count),
+    port: Number(values.port),
+    pageSize: Number(values["page-size"]),
+    wire: values.wire,
+    gzip: values.gzip !== "off",
+    timeoutMs,
   };
 }
 
 /**
- * Forces full garbage collections and returns the resident set size. One collection frees
- * ArrayBuffers but releases their backing stores only later, so this collects
+ * Forces full garbage collections, then returns the resident set size and the live heap. One
+ * collection frees ArrayBuffers but releases their backing stores only later, so this collects
  * {@linkcode GC_ROUNDS} times with a short pause between. Deno needs
  * `--v8-flags=--expose-gc`; Bun has `Bun.gc(true)`.
  */
-export async function rssAfterGC(): Promise<number> {
-  const g = globalThis as {
-    Bun?: { gc(force: boolean): void };
-    gc?: () => void;
-  };
+export async function memoryAfterGC(): Promise<{ rss: number; heap: number }> {
+  const g = globalThis as { Bun?: { gc(force: boolean): void }; gc?: () => void };
   const collect = g.Bun ? () => g.Bun!.gc(true) : g.gc;
   if (!collect) throw new Error("no forced GC: run Deno with --v8-flags=--expose-gc");
   for (let round = 0; round < GC_ROUNDS; round++) {
     collect();
     await new Promise((resolve) => setTimeout(resolve, GC_PAUSE_MS));
   }
+  const usage = process.memoryUsage();
+  return { rss: usage.rss, heap: usage.heapUsed };
+}
+
+/** Resident memory now, without a collection. */
+export function rssNow(): number {
   return process.memoryUsage().rss;
 }
 
-/** Prints the contender's result line for bench/cache.ts. */
-export function report(result: ContenderResult): void {
+/** This process's user plus system CPU seconds, from /proc/self/stat (USER_HZ 100). */
+export function cpuSeconds(): number {
+  const stat = readFileSync("/proc/self/stat", "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** Wall-clock milliseconds with sub-millisecond resolution, comparable across processes. */
+export function wallMs(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+/** The value at quantile `q` of ascending `sorted` (nearest rank below). */
+export function quantile(sorted: number[], q: number): number {
+  return sorted.length === 0 ? 0 : sorted[Math.floor((sorted.length - 1) * q)];
+}
+
+/** Prints one JSON line for bench/suite.ts. */
+export function report(result: Record<string, number | boolean>): void {
   console.log(JSON.stringify(result));
 }

@@ -1,32 +1,170 @@
 /**
- * Rudder's contender in the cache benchmark, run on Deno and on Bun by bench/cache.ts: syncs a
- * cache of the ConfigMaps of one namespace (DESIGN §4: `newCache`, `getInformer`,
- * `waitForCacheSync`) and reports the time to synced and the resident memory it costs.
+ * Rudder's contender in the benchmark suite, run on Deno and on Bun (from source, and as a Bun
+ * single binary) by bench/suite.ts. The same modes as the Go peer
+ * (peers/controller-runtime/main.go):
+ *
+ * - `sync`: `newCache` + `getInformer(ConfigMap)` + `waitForCacheSync`; time, RSS and heap.
+ * - `reconcile`: a Manager and `newControllerManagedBy(mgr).for(ConfigMap)` whose reconciler
+ *   merge-patches one annotation of every object once; time, CPU seconds, RSS after.
+ * - `latency`: the same controller, read-only; event → reconcile latency of the harness's changes.
+ * - `idle`: a Manager with that controller and `/readyz`, doing nothing.
+ *
+ * Rate limits are off (a limiter that never waits); the cache drops managedFields (its default,
+ * which the Go peer sets too).
  *
  * @module
  */
 
+import process from "node:process";
 import { newCache } from "../../lib/cache/cache.ts";
 import { loadConfig } from "../../lib/kube/config/load.ts";
 import { ConfigMap } from "../../lib/api/mod.ts";
-import { contenderArgs, report, rssAfterGC } from "./measure.ts";
+import { mergeFrom } from "../../lib/client/patch.ts";
+import { Manager } from "../../lib/manager/manager.ts";
+import { newControllerManagedBy } from "../../lib/controller/builder.ts";
+import type { RateLimiter } from "../../lib/workqueue/rate_limiter.ts";
+import type { Request } from "../../lib/reconcile/reconcile.ts";
+import {
+  type ContenderArgs,
+  contenderArgs,
+  cpuSeconds,
+  memoryAfterGC,
+  quantile,
+  report,
+  rssNow,
+  SENT_ANNOTATION,
+  SEQ_ANNOTATION,
+  TOKEN_ANNOTATION,
+  wallMs,
+} from "./measure.ts";
 
-const { kubeconfig, namespace } = contenderArgs();
-const config = await loadConfig({ kubeconfig });
-const cache = newCache(config, { defaultNamespaces: { [namespace]: {} } });
-const controller = new AbortController();
-let running: unknown;
-try {
-  const rssBaselineBytes = await rssAfterGC();
-  const start = performance.now();
-  running = cache.start(controller.signal);
-  await cache.getInformer(ConfigMap);
-  if (!(await cache.waitForCacheSync())) throw new Error("the cache did not sync");
-  const syncMs = performance.now() - start;
-  const objects = (await cache.list(ConfigMap, { namespace })).items.length;
-  const rssSyncedBytes = await rssAfterGC();
-  report({ syncMs, rssBaselineBytes, rssSyncedBytes, objects });
-} finally {
-  controller.abort();
-  await running;
+const noRateLimit: RateLimiter<Request> = {
+  when: () => 0,
+  forget: () => {},
+  numRequeues: () => 0,
+};
+
+async function runSync(args: ContenderArgs): Promise<void> {
+  const config = await loadConfig({ kubeconfig: args.kubeconfig });
+  const cache = newCache(config, {
+    defaultNamespaces: { [args.namespace]: {} },
+    informer: args.pageSize > 0 ? { streamingList: false, pageSize: args.pageSize } : undefined,
+  });
+  const controller = new AbortController();
+  let running: unknown;
+  try {
+    const baseline = await memoryAfterGC();
+    const start = performance.now();
+    running = cache.start(controller.signal);
+    await cache.getInformer(ConfigMap);
+    if (!(await cache.waitForCacheSync())) throw new Error("the cache did not sync");
+    const syncMs = performance.now() - start;
+    const objects = (await cache.list(ConfigMap, { namespace: args.namespace })).items.length;
+    const synced = await memoryAfterGC();
+    report({
+      syncMs,
+      rssBaselineBytes: baseline.rss,
+      rssSyncedBytes: synced.rss,
+      heapBaselineBytes: baseline.heap,
+      heapSyncedBytes: synced.heap,
+      objects,
+    });
+  } finally {
+    controller.abort();
+    await running;
+  }
 }
+
+async function runController(args: ContenderArgs): Promise<void> {
+  const config = await loadConfig({ kubeconfig: args.kubeconfig });
+  const mgr = new Manager({
+    config,
+    metricsBindAddress: "0",
+    healthProbeBindAddress: args.mode === "idle" ? `127.0.0.1:${args.port}` : undefined,
+    cache: { defaultNamespaces: { [args.namespace]: {} } },
+  });
+  const client = mgr.getClient();
+  let calls = 0;
+  let patched = 0;
+  const latencies = new Map<number, number>();
+  let readyResolve!: () => void;
+  let doneResolve!: () => void;
+  const ready = new Promise<void>((resolve) => readyResolve = resolve);
+  const done = new Promise<void>((resolve) => doneResolve = resolve);
+
+  newControllerManagedBy(mgr).for(ConfigMap).named("bench")
+    .withOptions({ maxConcurrentReconciles: args.workers, rateLimiter: noRateLimit })
+    .complete(async (request) => {
+      if (++calls >= args.objects) readyResolve();
+      const cm = await client.get(ConfigMap, request).catch(() => undefined);
+      if (!cm) return {};
+      const annotations = cm.metadata?.annotations ?? {};
+      if (args.mode === "latency") {
+        const now = wallMs();
+        const sent = Number(annotations[SENT_ANNOTATION]);
+        const seq = Number(annotations[SEQ_ANNOTATION]);
+        if (!annotations[TOKEN_ANNOTATION]?.startsWith(args.token) || !Number.isFinite(sent)) {
+          return {};
+        }
+        if (!latencies.has(seq)) {
+          latencies.set(seq, now - sent);
+          if (latencies.size >= args.count) doneResolve();
+        }
+        return {};
+      }
+      if (args.mode !== "reconcile" || annotations[TOKEN_ANNOTATION] === args.token) return {};
+      const changed = {
+        ...cm,
+        metadata: {
+          ...cm.metadata,
+          annotations: { ...annotations, [TOKEN_ANNOTATION]: args.token },
+        },
+      };
+      await client.patch(changed, mergeFrom(cm));
+      if (++patched >= args.objects) doneResolve();
+      return {};
+    });
+
+  const stop = new AbortController();
+  const cpuStart = cpuSeconds();
+  const start = performance.now();
+  const running = mgr.start(stop.signal);
+  const failed = running.then(() => {
+    throw new Error("the manager stopped");
+  });
+  try {
+    if (args.mode === "idle") {
+      await running;
+      return;
+    }
+    if (args.mode === "reconcile") {
+      await Promise.race([done, failed]);
+      const ms = performance.now() - start;
+      const cpu = cpuSeconds() - cpuStart;
+      report({ ms, cpuSeconds: cpu, rssAfterBytes: rssNow(), objects: patched });
+      return;
+    }
+    await Promise.race([ready, failed]);
+    report({ ready: true });
+    await Promise.race([done, failed]);
+    const values = [...latencies.values()].sort((a, b) => a - b);
+    report({
+      p50Ms: quantile(values, 0.5),
+      p99Ms: quantile(values, 0.99),
+      maxMs: values[values.length - 1],
+      changes: values.length,
+    });
+  } finally {
+    stop.abort();
+    await running.catch(() => {});
+  }
+}
+
+const args = contenderArgs();
+if (args.mode === "sync") await runSync(args);
+else await runController(args);
+// bench/profile.ts takes a CPU profile over the inspector before the process goes away.
+if (process.env.BENCH_HOLD_MS) {
+  await new Promise((resolve) => setTimeout(resolve, Number(process.env.BENCH_HOLD_MS)));
+}
+process.exit(0);

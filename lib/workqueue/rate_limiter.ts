@@ -31,8 +31,12 @@ export interface RateLimiter<K> {
 }
 
 /**
- * The identity of an item as a string: `JSON.stringify` with the keys of every object sorted,
- * so that `{ namespace, name }` and `{ name, namespace }` are the same item.
+ * The identity of an item as a string: its JSON with the keys of every object in ascending
+ * order, so that `{ namespace, name }` and `{ name, namespace }` are the same item.
+ *
+ * Called on every `when`, `forget` and `numRequeues`, i.e. at least once per reconcile, so it
+ * builds the string directly: no replacer, no sorted copy of each object, and a sort only of
+ * the fresh key list, in place (an insertion sort: items have a handful of keys).
  *
  * @example
  * ```ts
@@ -44,15 +48,52 @@ export interface RateLimiter<K> {
  */
 export function defaultKeyOf(item: unknown): string {
   if (typeof item === "string") return JSON.stringify(item);
-  return JSON.stringify(item, sortKeys) ?? String(item);
+  return canonicalJSON(item) ?? String(item);
 }
 
-function sortKeys(_key: string, value: unknown): unknown {
-  if (value === null || typeof value !== "object" || Array.isArray(value)) return value;
+/** JSON with sorted object keys; `undefined` where `JSON.stringify` gives `undefined`. */
+function canonicalJSON(value: unknown): string | undefined {
+  if (value === null || typeof value !== "object") return JSON.stringify(value);
+  const withToJSON = value as { toJSON?: () => unknown };
+  if (typeof withToJSON.toJSON === "function") return canonicalJSON(withToJSON.toJSON());
+  if (Array.isArray(value)) {
+    let out = "[";
+    for (let i = 0; i < value.length; i++) {
+      out += (i > 0 ? "," : "") + (canonicalJSON(value[i]) ?? "null");
+    }
+    return out + "]";
+  }
   const keys = Object.keys(value);
-  const sorted: Record<string, unknown> = {};
-  for (const key of keys.sort()) sorted[key] = (value as Record<string, unknown>)[key];
-  return sorted;
+  sortInPlace(keys);
+  let out = "{";
+  let first = true;
+  for (const key of keys) {
+    const text = canonicalJSON((value as Record<string, unknown>)[key]);
+    if (text === undefined) continue; // undefined, functions and symbols are left out, as in JSON
+    out += (first ? "" : ",") + JSON.stringify(key) + ":" + text;
+    first = false;
+  }
+  return out + "}";
+}
+
+/**
+ * Insertion sort: items have a handful of keys (a Request has two), where it beats
+ * `Array.prototype.sort` and does nothing at all to keys already in order.
+ */
+function sortInPlace(keys: string[]): void {
+  if (keys.length > 16) {
+    keys.sort();
+    return;
+  }
+  for (let i = 1; i < keys.length; i++) {
+    const key = keys[i];
+    let j = i - 1;
+    while (j >= 0 && keys[j] > key) {
+      keys[j + 1] = keys[j];
+      j--;
+    }
+    keys[j + 1] = key;
+  }
 }
 
 /**
@@ -232,6 +273,10 @@ export function withMaxWait<K>(limiter: RateLimiter<K>, maxMs: number): RateLimi
  * (opt-in from v0.20, the default since v0.23). The classic queue's default, which adds a
  * 10 qps / 100 burst bucket shared by all items, is {@linkcode legacyControllerRateLimiter}.
  *
+ * @param keyOf the identity of an item (default {@linkcode defaultKeyOf}); a queue that has a
+ * cheaper key of its own (a controller's `namespace/name`) should pass it, since the limiter
+ * keys the item on every `forget`, i.e. on every reconcile
+ *
  * @example
  * ```ts
  * import { defaultControllerRateLimiter } from "@rudder/operator/workqueue";
@@ -240,8 +285,10 @@ export function withMaxWait<K>(limiter: RateLimiter<K>, maxMs: number): RateLimi
  * console.log(limiter.when("a"), limiter.when("a"), limiter.when("a")); // 5 10 20
  * ```
  */
-export function defaultControllerRateLimiter<K>(): RateLimiter<K> {
-  return itemExponentialFailure<K>(5, 1_000_000);
+export function defaultControllerRateLimiter<K>(
+  keyOf: (item: K) => string = defaultKeyOf,
+): RateLimiter<K> {
+  return itemExponentialFailure<K>(5, 1_000_000, keyOf);
 }
 
 /**

@@ -1,0 +1,1021 @@
+/**
+ * `deno task bench`: Rudder on Deno and on Bun side by side with Go controller-runtime (on
+ * protobuf and on JSON), `@kubernetes/client-node` and per-runtime floors, against one control
+ * plane, in rounds; each round runs every measure's contenders in a fresh random order.
+ * Results: bench/results/<date>.md and .json, with medians and per-round ratios against Go
+ * controller-runtime on protobuf. See bench/README.md.
+ *
+ * Usage: deno run -A bench/suite.ts [--rounds 5] [--objects 10000] [--reconcile-objects 2000]
+ *   [--latency-seconds 60] [--rate 200] [--measures sync,reconcile,latency,startup]
+ *   [--only name,name] [--variants on|off]
+ *
+ * @module
+ */
+
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
+import os from "node:os";
+import { dirname, join } from "node:path";
+import process from "node:process";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { type Client, newClient } from "../lib/client/client.ts";
+import { VERSION } from "../lib/version.ts";
+import { ConfigMap } from "../lib/api/mod.ts";
+import { ENVTEST_KUBERNETES_VERSION } from "../lib/testing/assets.ts";
+import { Environment } from "../lib/testing/envtest.ts";
+import { ROOT, setup } from "../tools/setup.ts";
+import { SENT_ANNOTATION, SEQ_ANNOTATION, TOKEN_ANNOTATION } from "./contenders/measure.ts";
+
+const BENCH = dirname(fileURLToPath(import.meta.url));
+const RESULTS = join(BENCH, "results");
+const GO_PEER = join(BENCH, "peers", "controller-runtime");
+const NODE_PEER = join(BENCH, "peers", "client-node");
+const RUDDER = join(BENCH, "contenders", "rudder.ts");
+const FLOOR = join(BENCH, "peers", "floor.ts");
+const BUN = join(ROOT, "node_modules", "bun", "bin", "bun.exe");
+/** The peer's own Node (the `node` package): client-node 2.x needs Node 22.19 or later. */
+const NODE = join(NODE_PEER, "node_modules", ".bin", "node");
+const DENO = process.execPath;
+
+/** Concurrent creates while filling a namespace. */
+const CREATE_CONCURRENCY = 32;
+/** Random bytes per ConfigMap; base64 makes them 1 KiB of data, distinct per object. */
+const PAYLOAD_BYTES = 768;
+/** A contender run that has not finished after this long is killed and counted as failed. */
+const RUN_TIMEOUT_MS = 5 * 60_000;
+/** The reference every ratio divides by. */
+const REFERENCE = "go-protobuf";
+
+function log(message: string): void {
+  process.stderr.write(`bench: ${message}\n`);
+}
+
+type Measure = "sync" | "reconcile-1" | "reconcile-10" | "latency" | "startup";
+const MEASURES: Measure[] = ["sync", "reconcile-1", "reconcile-10", "latency", "startup"];
+
+/** One implementation under test, and what it can run. */
+interface Contender {
+  name: string;
+  label: string;
+  measures: Measure[];
+  /** The command for a measure; built lazily, after `prepare`. */
+  command: () => string[];
+  env?: Record<string, string>;
+  /** Builds or installs what the contender needs. */
+  prepare?: () => void;
+  /** Part of the memory investigation rather than the comparison. */
+  variant?: boolean;
+}
+
+function denoCommand(script: string, v8Flags: string[] = []): string[] {
+  return [
+    DENO,
+    "run",
+    "--allow-all",
+    "--config",
+    join(ROOT, "deno.json"),
+    `--v8-flags=${["--expose-gc", ...v8Flags].join(",")}`,
+    script,
+  ];
+}
+
+let goBinary = "";
+let bunBinary = "";
+
+function contenders(): Contender[] {
+  const all: Contender[] = [
+    {
+      name: "go-protobuf",
+      label: "Go controller-runtime, protobuf",
+      measures: MEASURES,
+      prepare: () => void (goBinary ||= buildGoPeer()),
+      command: () => [goBinary, "--content-type", "protobuf"],
+    },
+    {
+      name: "go-json",
+      label: "Go controller-runtime, JSON",
+      measures: ["sync", "reconcile-1", "reconcile-10", "latency"],
+      prepare: () => void (goBinary ||= buildGoPeer()),
+      command: () => [goBinary, "--content-type", "json"],
+    },
+    {
+      name: "client-node",
+      label: "@kubernetes/client-node informer (Node)",
+      measures: ["sync"],
+      prepare: installNodePeer,
+      command: () => [NODE, "--expose-gc", join(NODE_PEER, "informer.mjs")],
+    },
+    {
+      name: "rudder-deno",
+      label: "Rudder (Deno)",
+      measures: MEASURES,
+      command: () => denoCommand(RUDDER),
+    },
+    {
+      name: "rudder-bun",
+      label: "Rudder (Bun)",
+      measures: MEASURES,
+      command: () => [BUN, "run", RUDDER],
+    },
+    {
+      name: "rudder-bun-binary",
+      label: "Rudder (Bun single binary)",
+      measures: ["startup"],
+      prepare: () => void (bunBinary ||= buildBunBinary()),
+      command: () => [bunBinary],
+    },
+  ];
+  for (const runtime of ["deno", "bun"]) {
+    for (const wire of ["list", "stream"]) {
+      for (const gzip of ["on", "off"]) {
+        all.push({
+          name: `floor-${runtime}-${wire}${gzip === "on" ? "-gzip" : ""}`,
+          label: `floor: ${wire === "list" ? "list GET" : "streaming list"}, ${
+            gzip === "on" ? "gzip" : "no gzip"
+          } (${runtime === "deno" ? "Deno" : "Bun"})`,
+          measures: ["sync"],
+          command: () => [
+            ...(runtime === "deno" ? denoCommand(FLOOR) : [BUN, "run", FLOOR]),
+            "--wire",
+            wire,
+            "--gzip",
+            gzip,
+          ],
+        });
+      }
+    }
+  }
+  // The memory investigation: what returns the memory Deno's allocator keeps after the list.
+  const trim = { MALLOC_TRIM_THRESHOLD_: "131072", MALLOC_MMAP_THRESHOLD_: "131072" };
+  const paged = ["--page-size", "500"];
+  const variants: [string, string, string[], Record<string, string>, string[], Measure[]][] = [
+    ["arena2", "MALLOC_ARENA_MAX=2", [], { MALLOC_ARENA_MAX: "2" }, [], ["sync"]],
+    ["trim", "malloc trim and mmap thresholds 128 KiB", [], trim, [], ["sync"]],
+    ["paged", "paged list, 500 per page", [], {}, paged, ["sync"]],
+    ["trim+paged", "malloc thresholds 128 KiB and paged list", [], trim, paged, ["sync"]],
+    ["semi1", "--max-semi-space-size=1", ["--max-semi-space-size=1"], {}, [], MEASURES],
+    ["semi4", "--max-semi-space-size=4", ["--max-semi-space-size=4"], {}, [], ["sync"]],
+    [
+      "semi1+paged",
+      "--max-semi-space-size=1 and paged list",
+      ["--max-semi-space-size=1"],
+      {},
+      paged,
+      ["sync"],
+    ],
+  ];
+  for (const [suffix, what, v8Flags, env, args, measures] of variants) {
+    all.push({
+      name: `rudder-deno:${suffix}`,
+      label: `Rudder (Deno), ${what}`,
+      measures,
+      env,
+      variant: true,
+      command: () => [...denoCommand(RUDDER, v8Flags), ...args],
+    });
+  }
+  return all;
+}
+
+/** Runs a set-up command to completion, its output on stderr; throws when it fails. */
+function runSetupCommand(command: string, args: string[], cwd: string): void {
+  const result = spawnSync(command, args, {
+    cwd,
+    stdio: ["ignore", process.stderr, process.stderr],
+  });
+  if (result.error || result.status !== 0) {
+    throw new Error(
+      `${command} ${args.join(" ")} failed (${result.error?.message ?? `exit ${result.status}`})`,
+    );
+  }
+}
+
+function sha256(...parts: (string | Uint8Array)[]): string {
+  const hash = createHash("sha256");
+  for (const part of parts) hash.update(part);
+  return hash.digest("hex");
+}
+
+function commandOutput(command: string, args: string[]): string {
+  const result = spawnSync(command, args, { encoding: "utf8" });
+  if (result.error || result.status !== 0) return "unknown";
+  return result.stdout.trim();
+}
+
+/** `${XDG_CACHE_HOME:-~/.cache}/rudder/bench`: built peers live outside the repository. */
+function benchCacheDirectory(): string {
+  const cacheHome = process.env.XDG_CACHE_HOME || join(os.homedir(), ".cache");
+  return join(cacheHome, "rudder", "bench");
+}
+
+/** Builds into the bench cache under a name stamped with `stamp`, unless already there. */
+function buildCached(prefix: string, stamp: string, build: (output: string) => void): string {
+  const binary = join(benchCacheDirectory(), `${prefix}-${stamp}`);
+  if (existsSync(binary)) return binary;
+  log(`building ${binary}`);
+  mkdirSync(dirname(binary), { recursive: true });
+  const partial = `${binary}.partial`;
+  build(partial);
+  renameSync(partial, binary);
+  for (const file of readdirSync(dirname(binary))) {
+    const stale = join(dirname(binary), file);
+    if (file.startsWith(`${prefix}-`) && stale !== binary) rmSync(stale, { force: true });
+  }
+  return binary;
+}
+
+/** The Go peer, rebuilt only when its sources or the Go toolchain change. */
+function buildGoPeer(): string {
+  const sources = ["go.mod", "go.sum", "main.go"].map((file) => readFileSync(join(GO_PEER, file)));
+  const stamp = sha256(commandOutput("go", ["version"]), ...sources).slice(0, 16);
+  return buildCached(
+    "controller-runtime",
+    stamp,
+    (output) => runSetupCommand("go", ["build", "-trimpath", "-o", output, "."], GO_PEER),
+  );
+}
+
+/** The Rudder contender as a Bun single binary (`bun build --compile`), rebuilt every run. */
+function buildBunBinary(): string {
+  const output = join(benchCacheDirectory(), "rudder-bun-binary");
+  mkdirSync(dirname(output), { recursive: true });
+  log(`building ${output}`);
+  runSetupCommand(BUN, ["build", "--compile", "--minify", RUDDER, "--outfile", output], ROOT);
+  return output;
+}
+
+/** Runs `npm ci` in the client-node peer unless node_modules was installed from this lock file. */
+function installNodePeer(): void {
+  const lock = readFileSync(join(NODE_PEER, "package-lock.json"));
+  const stamp = sha256(readFileSync(join(NODE_PEER, "package.json")), lock);
+  const stampPath = join(NODE_PEER, "node_modules", ".rudder-bench-stamp");
+  if (existsSync(stampPath) && readFileSync(stampPath, "utf8") === stamp) return;
+  log("installing the client-node peer (npm ci)");
+  runSetupCommand("npm", ["ci", "--no-audit", "--no-fund", "--loglevel=error"], NODE_PEER);
+  if (!existsSync(NODE)) throw new Error(`npm ci installed no ${NODE}`);
+  writeFileSync(stampPath, stamp);
+}
+
+/** Child processes running now, so a signal or a failure can stop them. */
+const children = new Set<ChildProcess>();
+
+function killChildren(): void {
+  for (const child of children) {
+    try {
+      child.kill("SIGKILL");
+    } catch {
+      // Already gone.
+    }
+  }
+}
+
+function loadavg(): string {
+  return readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
+}
+
+function lastLines(text: string, count: number): string {
+  // deno-lint-ignore no-control-regex
+  const plain = text.replace(/\x1b\[[0-9;]*m/g, "").trim();
+  return plain.split("\n").slice(-count).join("\n");
+}
+
+type Fields = Record<string, number | boolean>;
+
+/** A running contender: its JSON lines as they come, and how it ended. */
+interface Running {
+  child: ChildProcess;
+  lines: AsyncGenerator<Fields>;
+  exited: Promise<number | null>;
+  stderr: () => string;
+}
+
+function start(contender: Contender, args: string[]): Running {
+  const command = contender.command();
+  const child = spawn(command[0], [...command.slice(1), ...args], {
+    cwd: ROOT,
+    env: { ...process.env, DENO_NO_UPDATE_CHECK: "1", ...contender.env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.add(child);
+  let stderr = "";
+  child.stderr!.setEncoding("utf8").on(
+    "data",
+    (chunk: string) => stderr = (stderr + chunk).slice(-20_000),
+  );
+  const queue: Fields[] = [];
+  let wake: (() => void) | undefined;
+  let closed = false;
+  let buffer = "";
+  child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
+    buffer += chunk;
+    let newline;
+    while ((newline = buffer.indexOf("\n")) >= 0) {
+      const line = buffer.slice(0, newline).trim();
+      buffer = buffer.slice(newline + 1);
+      if (!line.startsWith("{")) continue;
+      try {
+        queue.push(JSON.parse(line));
+      } catch {
+        // Not ours.
+      }
+      wake?.();
+    }
+  });
+  const exited = new Promise<number | null>((resolve) => {
+    child.on("error", (err) => {
+      stderr += `\n${err.message}`;
+      resolve(null);
+    });
+    child.on("close", (code) => {
+      children.delete(child);
+      closed = true;
+      wake?.();
+      resolve(code);
+    });
+  });
+  async function* lines(): AsyncGenerator<Fields> {
+    for (;;) {
+      if (queue.length > 0) {
+        yield queue.shift()!;
+        continue;
+      }
+      if (closed) return;
+      await new Promise<void>((resolve) => wake = resolve);
+      wake = undefined;
+    }
+  }
+  return { child, lines: lines(), exited, stderr: () => stderr };
+}
+
+/** Stops a contender: SIGTERM, then SIGKILL after 5 s. */
+async function stopChild(running: Running): Promise<void> {
+  if (running.child.exitCode !== null || running.child.signalCode !== null) return;
+  running.child.kill("SIGTERM");
+  const timer = setTimeout(() => running.child.kill("SIGKILL"), 5000);
+  await running.exited;
+  clearTimeout(timer);
+}
+
+/** Runs `body` with a deadline; kills the contender when it passes. */
+async function withDeadline<T>(running: Running, body: () => Promise<T>): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      running.child.kill("SIGKILL");
+      reject(new Error(`no result after ${RUN_TIMEOUT_MS / 1000} s`));
+    }, RUN_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([body(), deadline]);
+  } finally {
+    clearTimeout(timer);
+    await stopChild(running);
+  }
+}
+
+async function nextLine(running: Running): Promise<Fields> {
+  const { value, done } = await running.lines.next();
+  if (done) {
+    const code = await running.exited;
+    throw new Error(`exit ${code}: ${lastLines(running.stderr(), 6)}`);
+  }
+  return value;
+}
+
+/** The namespaces and settings every run uses. */
+interface Setting {
+  kubeconfig: string;
+  client: Client;
+  syncNamespace: string;
+  reconcileNamespace: string;
+  idleNamespace: string;
+  objects: number;
+  reconcileObjects: number;
+  latencySeconds: number;
+  rate: number;
+  idleSettleMs: number;
+}
+
+let runCounter = 0;
+
+async function runMeasure(contender: Contender, measure: Measure, s: Setting): Promise<Fields> {
+  const base = ["--kubeconfig", s.kubeconfig];
+  if (measure === "sync") {
+    const running = start(contender, [
+      ...base,
+      "--mode",
+      "sync",
+      "--namespace",
+      s.syncNamespace,
+      "--objects",
+      String(s.objects),
+    ]);
+    return await withDeadline(running, async () => {
+      const result = await nextLine(running);
+      if (result.objects !== s.objects) {
+        throw new Error(`synced ${result.objects} objects, expected ${s.objects}`);
+      }
+      return {
+        ...result,
+        rssPerObject: ((result.rssSyncedBytes as number) - (result.rssBaselineBytes as number)) /
+          s.objects,
+        heapPerObject: ((result.heapSyncedBytes as number) - (result.heapBaselineBytes as number)) /
+          s.objects,
+      };
+    });
+  }
+  if (measure === "reconcile-1" || measure === "reconcile-10") {
+    const workers = measure === "reconcile-1" ? 1 : 10;
+    const token = `r${Date.now().toString(36)}-${++runCounter}`;
+    const running = start(contender, [
+      ...base,
+      "--mode",
+      "reconcile",
+      "--namespace",
+      s.reconcileNamespace,
+      "--objects",
+      String(s.reconcileObjects),
+      "--workers",
+      String(workers),
+      "--token",
+      token,
+    ]);
+    return await withDeadline(running, async () => {
+      const result = await nextLine(running);
+      if (result.objects !== s.reconcileObjects) {
+        throw new Error(`patched ${result.objects} objects, expected ${s.reconcileObjects}`);
+      }
+      return { ...result, objectsPerSecond: s.reconcileObjects / ((result.ms as number) / 1000) };
+    });
+  }
+  if (measure === "latency") {
+    const prefix = `l${Date.now().toString(36)}-${++runCounter}`;
+    const count = Math.round(s.rate * s.latencySeconds);
+    const running = start(contender, [
+      ...base,
+      "--mode",
+      "latency",
+      "--namespace",
+      s.reconcileNamespace,
+      "--objects",
+      String(s.reconcileObjects),
+      "--workers",
+      "10",
+      "--token",
+      prefix,
+      "--count",
+      String(count),
+    ]);
+    return await withDeadline(running, async () => {
+      const ready = await nextLine(running);
+      if (!ready.ready) throw new Error("expected the ready line");
+      const achievedRate = await driveChanges(s, prefix, count);
+      const result = await nextLine(running);
+      return { ...result, achievedRate };
+    });
+  }
+  // startup: process start to /readyz 200, then the idle RSS.
+  const port = await freePort();
+  const began = performance.now();
+  const running = start(contender, [
+    ...base,
+    "--mode",
+    "idle",
+    "--namespace",
+    s.idleNamespace,
+    "--objects",
+    "0",
+    "--port",
+    String(port),
+  ]);
+  return await withDeadline(running, async () => {
+    for (;;) {
+      if (running.child.exitCode !== null) {
+        throw new Error(`exited ${running.child.exitCode}: ${lastLines(running.stderr(), 6)}`);
+      }
+      const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then(async (r) => {
+        await r.body?.cancel();
+        return r.status === 200;
+      }, () => false);
+      if (ok) break;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const readyMs = performance.now() - began;
+    await new Promise((resolve) => setTimeout(resolve, s.idleSettleMs));
+    const status = readFileSync(`/proc/${running.child.pid}/status`, "utf8");
+    const rssKb = Number(status.match(/^VmRSS:\s+(\d+) kB/m)?.[1]);
+    return { readyMs, idleRssBytes: rssKb * 1024 };
+  });
+}
+
+/** A port that was free a moment ago. */
+async function freePort(): Promise<number> {
+  const { createServer } = await import("node:net");
+  return await new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const port = (server.address() as { port: number }).port;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Makes `count` changes at `s.rate` per second, round-robin over the reconcile namespace's
+ * objects, each a merge patch that carries its send time; returns the rate achieved.
+ */
+async function driveChanges(s: Setting, prefix: string, count: number): Promise<number> {
+  const intervalMs = 1000 / s.rate;
+  const begin = performance.now();
+  const inFlight = new Set<Promise<unknown>>();
+  for (let seq = 0; seq < count; seq++) {
+    const due = begin + seq * intervalMs;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    while (inFlight.size >= 64) await Promise.race(inFlight);
+    const name = `bench-${String(seq % s.reconcileObjects).padStart(6, "0")}`;
+    const sent = performance.timeOrigin + performance.now();
+    const patch = s.client.patch(
+      { apiVersion: "v1", kind: "ConfigMap", metadata: { namespace: s.reconcileNamespace, name } },
+      {
+        type: "application/merge-patch+json",
+        data: () => ({
+          metadata: {
+            annotations: {
+              [TOKEN_ANNOTATION]: `${prefix}-${seq}`,
+              [SENT_ANNOTATION]: sent.toFixed(3),
+              [SEQ_ANNOTATION]: String(seq),
+            },
+          },
+        }),
+      },
+    ).catch((err) => log(`latency: patch ${name} failed: ${err}`));
+    const tracked = patch.finally(() => inFlight.delete(tracked));
+    inFlight.add(tracked);
+  }
+  await Promise.all(inFlight);
+  return count / ((performance.now() - begin) / 1000);
+}
+
+/** Creates `count` ConfigMaps with distinct 1 KiB payloads. */
+async function fillNamespace(client: Client, namespace: string, count: number): Promise<void> {
+  await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } });
+  let next = 0;
+  const worker = async () => {
+    while (next < count) {
+      const index = next++;
+      await client.create({
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { namespace, name: `bench-${String(index).padStart(6, "0")}` },
+        data: { payload: randomBytes(PAYLOAD_BYTES).toString("base64") },
+      });
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(CREATE_CONCURRENCY, count) }, worker));
+}
+
+/** One run of one contender in one round. */
+interface RunRecord {
+  round: number;
+  measure: Measure;
+  contender: string;
+  order: number;
+  loadBefore: string;
+  loadAfter: string;
+  ok: boolean;
+  error?: string;
+  fields: Fields;
+}
+
+function shuffle<T>(items: T[]): T[] {
+  const copy = [...items];
+  for (let i = copy.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [copy[i], copy[j]] = [copy[j], copy[i]];
+  }
+  return copy;
+}
+
+function median(values: number[]): number | undefined {
+  if (values.length === 0) return undefined;
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+}
+
+/** The figures each measure reports, with how to show them. */
+const FIGURES: Record<Measure, [field: string, label: string, format: (v: number) => string][]> = {
+  sync: [
+    ["syncMs", "time to synced (ms)", (v) => v.toFixed(0)],
+    ["rssPerObject", "RSS per object (B)", (v) => v.toFixed(0)],
+    ["heapPerObject", "live heap per object (B)", (v) => v.toFixed(0)],
+    ["rssSyncedBytes", "RSS synced (MiB)", (v) => (v / 2 ** 20).toFixed(1)],
+  ],
+  "reconcile-1": [
+    ["ms", "time (ms)", (v) => v.toFixed(0)],
+    ["objectsPerSecond", "objects/s", (v) => v.toFixed(0)],
+    ["cpuSeconds", "CPU (s)", (v) => v.toFixed(2)],
+    ["rssAfterBytes", "RSS after (MiB)", (v) => (v / 2 ** 20).toFixed(1)],
+  ],
+  "reconcile-10": [
+    ["ms", "time (ms)", (v) => v.toFixed(0)],
+    ["objectsPerSecond", "objects/s", (v) => v.toFixed(0)],
+    ["cpuSeconds", "CPU (s)", (v) => v.toFixed(2)],
+    ["rssAfterBytes", "RSS after (MiB)", (v) => (v / 2 ** 20).toFixed(1)],
+  ],
+  latency: [
+    ["p50Ms", "p50 (ms)", (v) => v.toFixed(1)],
+    ["p99Ms", "p99 (ms)", (v) => v.toFixed(1)],
+    ["achievedRate", "changes/s made", (v) => v.toFixed(0)],
+  ],
+  startup: [
+    ["readyMs", "start → /readyz 200 (ms)", (v) => v.toFixed(0)],
+    ["idleRssBytes", "idle RSS (MiB)", (v) => (v / 2 ** 20).toFixed(1)],
+  ],
+};
+
+const MEASURE_TITLES: Record<Measure, string> = {
+  sync: "Cache sync",
+  "reconcile-1": "Reconcile throughput, 1 worker",
+  "reconcile-10": "Reconcile throughput, 10 workers",
+  latency: "Event → reconcile latency",
+  startup: "Start to ready, idle operator",
+};
+
+/** Per-round ratios of `field` of `contender` against the reference in the same round. */
+function roundRatios(
+  runs: RunRecord[],
+  measure: Measure,
+  contender: string,
+  field: string,
+): number[] {
+  const ratios: number[] = [];
+  for (const run of runs) {
+    if (run.measure !== measure || run.contender !== contender || !run.ok) continue;
+    const ref = runs.find((r) =>
+      r.measure === measure && r.contender === REFERENCE && r.round === run.round && r.ok
+    );
+    const value = run.fields[field] as number;
+    const reference = ref?.fields[field] as number | undefined;
+    if (reference && Number.isFinite(value) && reference !== 0) ratios.push(value / reference);
+  }
+  return ratios;
+}
+
+function summaries(runs: RunRecord[], all: Contender[]) {
+  const out: Record<string, Record<string, Record<string, unknown>>> = {};
+  for (const measure of MEASURES) {
+    for (const contender of all) {
+      const mine = runs.filter((r) => r.measure === measure && r.contender === contender.name);
+      if (mine.length === 0) continue;
+      const entry: Record<string, unknown> = {
+        runs: mine.filter((r) => r.ok).length,
+        failures: mine.filter((r) => !r.ok).map((r) => r.error),
+      };
+      for (const [field] of FIGURES[measure]) {
+        const values = mine.filter((r) => r.ok).map((r) => r.fields[field] as number)
+          .filter(Number.isFinite);
+        const ratios = roundRatios(runs, measure, contender.name, field);
+        entry[field] = {
+          median: median(values),
+          min: values.length ? Math.min(...values) : undefined,
+          max: values.length ? Math.max(...values) : undefined,
+          ratioMedian: median(ratios),
+          ratios,
+        };
+      }
+      (out[measure] ??= {})[contender.name] = entry;
+    }
+  }
+  return out;
+}
+
+function markdown(
+  runs: RunRecord[],
+  all: Contender[],
+  info: { date: Date; machine: string[]; options: Record<string, unknown>; binarySizes: string[] },
+): string {
+  const sums = summaries(runs, all);
+  const lines = [
+    `# Benchmark suite, ${info.date.toISOString().slice(0, 16).replace("T", " ")} UTC`,
+    "",
+    `Options: ${JSON.stringify(info.options)}. Values are medians over rounds (min–max in ` +
+    `brackets); "× Go" is the median of the per-round ratios against ${REFERENCE} ` +
+    "(Go controller-runtime on protobuf) in the same round, min–max of those ratios in brackets. " +
+    "Below 1× is faster, smaller or cheaper than Go, except objects/s where above 1× is faster. " +
+    "How to read this: bench/README.md.",
+    "",
+  ];
+  for (const measure of MEASURES) {
+    const byContender = sums[measure];
+    if (!byContender) continue;
+    lines.push(`## ${MEASURE_TITLES[measure]}`, "");
+    const figures = FIGURES[measure];
+    lines.push(
+      `| contender | runs | ${figures.map(([, label]) => `${label} | × Go`).join(" | ")} |`,
+      `| --- | ---: | ${figures.map(() => "---: | ---:").join(" | ")} |`,
+    );
+    for (const contender of all) {
+      const entry = byContender[contender.name];
+      if (!entry) continue;
+      const cells = figures.map(([field, , format]) => {
+        const f = entry[field] as {
+          median?: number;
+          min?: number;
+          max?: number;
+          ratioMedian?: number;
+          ratios: number[];
+        };
+        if (f.median === undefined) return "— | —";
+        const value = f.min === f.max
+          ? format(f.median)
+          : `${format(f.median)} (${format(f.min!)}–${format(f.max!)})`;
+        const ratio = f.ratioMedian === undefined
+          ? "—"
+          : f.ratios.length > 1
+          ? `${f.ratioMedian.toFixed(2)}× (${Math.min(...f.ratios).toFixed(2)}–${
+            Math.max(...f.ratios).toFixed(2)
+          })`
+          : `${f.ratioMedian.toFixed(2)}×`;
+        return `${value} | ${ratio}`;
+      });
+      const failures = entry.failures as string[];
+      lines.push(
+        `| ${contender.label}${
+          failures.length ? ` (${failures.length} failed)` : ""
+        } | ${entry.runs} | ${cells.join(" | ")} |`,
+      );
+    }
+    lines.push("");
+  }
+  const failed = runs.filter((r) => !r.ok);
+  if (failed.length > 0) {
+    lines.push("## Failures", "");
+    for (const r of failed) {
+      lines.push(
+        `- round ${r.round}, ${r.measure}, ${r.contender}: ${r.error?.replaceAll("\n", " ")}`,
+      );
+    }
+    lines.push("");
+  }
+  lines.push("## Binary size", "", ...info.binarySizes, "", "## Machine", "", ...info.machine, "");
+  lines.push(
+    "## Every run, in order, with /proc/loadavg before and after",
+    "",
+    "| round | measure | # | contender | load before | load after | result |",
+    "| ---: | --- | ---: | --- | --- | --- | --- |",
+  );
+  for (const r of runs) {
+    const result = r.ok
+      ? Object.entries(r.fields).filter(([, v]) => typeof v === "number")
+        .map(([k, v]) => `${k}=${Number(v).toFixed(Number.isInteger(v) ? 0 : 1)}`).join(" ")
+      : `failed: ${r.error?.replaceAll("\n", " ").slice(0, 200)}`;
+    lines.push(
+      `| ${r.round} | ${r.measure} | ${r.order} | ${r.contender} | ${r.loadBefore} | ${r.loadAfter} | ${result} |`,
+    );
+  }
+  lines.push("");
+  return lines.join("\n");
+}
+
+function machineInfo(): string[] {
+  const cpuinfo = existsSync("/proc/cpuinfo") ? readFileSync("/proc/cpuinfo", "utf8") : "";
+  const cpu = cpuinfo.match(/^model name\s*:\s*(.+)$/m)?.[1] ?? os.cpus()[0]?.model ?? "unknown";
+  const goMod = readFileSync(join(GO_PEER, "go.mod"), "utf8");
+  const goModule = (path: string) =>
+    goMod.match(new RegExp(`^\\s*${path.replaceAll(".", "\\.")} (v\\S+)`, "m"))?.[1] ?? "?";
+  const lock = JSON.parse(readFileSync(join(NODE_PEER, "package-lock.json"), "utf8"));
+  const clientNode = lock.packages?.["node_modules/@kubernetes/client-node"]?.version ?? "?";
+  const commit = commandOutput("git", ["-C", ROOT, "rev-parse", "--short", "HEAD"]);
+  const dirty = commandOutput("git", ["-C", ROOT, "status", "--porcelain"]) !== "";
+  return [
+    `- CPU: ${cpu}, ${os.cpus().length} cores (CPU count), memory ${
+      (os.totalmem() / 2 ** 30).toFixed(1)
+    } GiB; shared with other work: see the load columns`,
+    `- OS: ${os.type()} ${os.release()} ${os.arch()}`,
+    `- Control plane: kube-apiserver ${ENVTEST_KUBERNETES_VERSION} (envtest) on loopback`,
+    `- Rudder ${VERSION} at ${commit}${dirty ? " with uncommitted changes" : ""}`,
+    `- ${commandOutput(DENO, ["--version"]).split("\n").join(", ")}`,
+    `- Bun ${commandOutput(BUN, ["--version"])}`,
+    `- Node ${
+      existsSync(NODE) ? commandOutput(NODE, ["--version"]) : "?"
+    }, @kubernetes/client-node ${clientNode}`,
+    `- ${commandOutput("go", ["version"])}, controller-runtime ${
+      goModule("sigs.k8s.io/controller-runtime")
+    }, client-go ${goModule("k8s.io/client-go")}`,
+  ];
+}
+
+function parseOptions() {
+  const { values } = parseArgs({
+    args: process.argv.slice(2),
+    options: {
+      rounds: { type: "string", default: "5" },
+      objects: { type: "string", default: "10000" },
+      "reconcile-objects": { type: "string", default: "2000" },
+      "latency-seconds": { type: "string", default: "60" },
+      rate: { type: "string", default: "200" },
+      measures: { type: "string", default: MEASURES.join(",") },
+      only: { type: "string" },
+      variants: { type: "string", default: "on" },
+      "idle-settle-ms": { type: "string", default: "3000" },
+    },
+  });
+  const number = (name: keyof typeof values) => {
+    const n = Number(values[name]);
+    if (!(n > 0)) throw new Error(`--${name} must be a positive number`);
+    return n;
+  };
+  const measures = values.measures.split(",").map((m) => m.trim()).flatMap((m) =>
+    m === "reconcile" ? ["reconcile-1", "reconcile-10"] : [m]
+  ) as Measure[];
+  for (const m of measures) if (!MEASURES.includes(m)) throw new Error(`unknown measure ${m}`);
+  let all = contenders();
+  if (values.variants === "off") all = all.filter((c) => !c.variant);
+  if (values.only) {
+    const names = values.only.split(",").map((n) => n.trim());
+    const unknown = names.filter((n) => !all.some((c) => c.name === n));
+    if (unknown.length) throw new Error(`unknown contender ${unknown.join(", ")}`);
+    all = all.filter((c) => names.includes(c.name) || c.name === REFERENCE);
+  }
+  return {
+    rounds: number("rounds"),
+    objects: number("objects"),
+    reconcileObjects: number("reconcile-objects"),
+    latencySeconds: number("latency-seconds"),
+    rate: number("rate"),
+    idleSettleMs: number("idle-settle-ms"),
+    measures,
+    contenders: all,
+  };
+}
+
+async function main(): Promise<number> {
+  const options = parseOptions();
+  const assets = await setup();
+  const ready: Contender[] = [];
+  for (const contender of options.contenders) {
+    try {
+      contender.prepare?.();
+      ready.push(contender);
+    } catch (err) {
+      log(`${contender.name}: set-up failed: ${err instanceof Error ? err.message : err}`);
+    }
+  }
+  const env = new Environment({ binaryAssetsDirectory: assets });
+  let interrupted = false;
+  const onSignal = (signal: string) => {
+    if (interrupted) return;
+    interrupted = true;
+    log(`${signal}: stopping`);
+    killChildren();
+    void env.stop().finally(() => process.exit(130));
+  };
+  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal, onSignal);
+  const date = new Date();
+  const runs: RunRecord[] = [];
+  try {
+    const config = await env.start();
+    const client = newClient(config);
+    const stamp = date.getTime().toString(36);
+    const setting: Setting = {
+      kubeconfig: env.kubeconfigPath,
+      client,
+      syncNamespace: `bench-sync-${stamp}`,
+      reconcileNamespace: `bench-reconcile-${stamp}`,
+      idleNamespace: `bench-idle-${stamp}`,
+      objects: options.objects,
+      reconcileObjects: options.reconcileObjects,
+      latencySeconds: options.latencySeconds,
+      rate: options.rate,
+      idleSettleMs: options.idleSettleMs,
+    };
+    const fillStart = performance.now();
+    if (options.measures.includes("sync")) {
+      await fillNamespace(client, setting.syncNamespace, options.objects);
+      const warm = await client.list(ConfigMap, { namespace: setting.syncNamespace });
+      if (warm.items.length !== options.objects) throw new Error("the sync namespace is short");
+    }
+    await fillNamespace(client, setting.reconcileNamespace, options.reconcileObjects);
+    await client.create({
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name: setting.idleNamespace },
+    });
+    log(`namespaces filled in ${((performance.now() - fillStart) / 1000).toFixed(1)} s`);
+
+    for (let round = 1; round <= options.rounds && !interrupted; round++) {
+      for (const measure of options.measures) {
+        const order = shuffle(ready.filter((c) => c.measures.includes(measure)));
+        for (const [index, contender] of order.entries()) {
+          if (interrupted) break;
+          const loadBefore = loadavg();
+          let record: RunRecord;
+          try {
+            const fields = await runMeasure(contender, measure, setting);
+            record = {
+              round,
+              measure,
+              contender: contender.name,
+              order: index + 1,
+              loadBefore,
+              loadAfter: loadavg(),
+              ok: true,
+              fields,
+            };
+          } catch (err) {
+            record = {
+              round,
+              measure,
+              contender: contender.name,
+              order: index + 1,
+              loadBefore,
+              loadAfter: loadavg(),
+              ok: false,
+              fields: {},
+              error: err instanceof Error ? err.message : String(err),
+            };
+          }
+          runs.push(record);
+          log(
+            `round ${round}/${options.rounds} ${measure} ${contender.name}: ${
+              record.ok
+                ? FIGURES[measure].map(([f]) => `${f}=${Number(record.fields[f]).toFixed(1)}`)
+                  .join(" ")
+                : `FAILED ${record.error}`
+            } (load ${record.loadBefore} → ${record.loadAfter})`,
+          );
+        }
+      }
+    }
+  } finally {
+    killChildren();
+    await env.stop();
+    for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.off(signal, onSignal);
+  }
+
+  const binarySizes = [
+    [goBinary, "Go controller-runtime peer (all modes, -trimpath)"],
+    [bunBinary, "Rudder contender, `bun build --compile --minify`"],
+  ].filter(([path]) => path && existsSync(path)).map(([path, what]) =>
+    `- ${what}: ${(statSync(path).size / 2 ** 20).toFixed(1)} MiB`
+  );
+  const machine = machineInfo();
+  const { contenders: _, ...shownOptions } = options;
+  const text = markdown(runs, ready, { date, machine, options: shownOptions, binarySizes });
+  mkdirSync(RESULTS, { recursive: true });
+  const day = date.toISOString().slice(0, 10);
+  const md = join(RESULTS, `${day}.md`);
+  writeFileSync(md, text);
+  spawnSync(DENO, ["fmt", "--quiet", "--config", join(ROOT, "deno.json"), md], { stdio: "ignore" });
+  writeFileSync(
+    join(RESULTS, `${day}.json`),
+    JSON.stringify(
+      {
+        date: date.toISOString(),
+        reference: REFERENCE,
+        options: shownOptions,
+        cpuCount: os.cpus().length,
+        machine,
+        binarySizes,
+        contenders: ready.map(({ name, label, measures, env, variant }) => ({
+          name,
+          label,
+          measures,
+          env,
+          variant: !!variant,
+        })),
+        summaries: summaries(runs, ready),
+        runs,
+      },
+      null,
+      2,
+    ) + "\n",
+  );
+  log(`wrote ${md} and ${day}.json`);
+  console.log(readFileSync(md, "utf8"));
+  return runs.some((r) => !r.ok) ? 1 : 0;
+}
+
+if (import.meta.main) {
+  try {
+    process.exitCode = await main();
+  } catch (err) {
+    log(err instanceof Error ? (err.stack ?? err.message) : String(err));
+    killChildren();
+    process.exitCode = 1;
+  }
+}
