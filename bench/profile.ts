@@ -215,7 +215,7 @@ async function main(): Promise<void> {
     },
   });
   const objects = Number(values.objects);
-  const env = new Environment({ binaryAssetsDirectory: setup() });
+  const env = new Environment({ binaryAssetsDirectory: await setup() });
   try {
     const config = await env.start();
     const client = newClient(config);
