@@ -7,8 +7,12 @@
  */
 
 // tsyringe, inside @peculiar/x509, needs the Reflect metadata API before it loads.
-import "reflect-metadata";
-import * as x509 from "@peculiar/x509";
+import type * as X509 from "@peculiar/x509";
+
+// reflect-metadata must run before @peculiar/x509 (its tsyringe needs the polyfill), and a bundler
+// (bun build) may evaluate static imports out of order: so both load here, in order.
+await import("reflect-metadata");
+const x509: typeof X509 = await import("@peculiar/x509");
 
 x509.cryptoProvider.set(globalThis.crypto);
 
@@ -73,7 +77,7 @@ export async function generateServingCertificates(options: {
   ca?: { cert: string; key: string };
 }): Promise<ServingCertificates> {
   const notBefore = new Date(Date.now() - 3600_000);
-  let caCert: x509.X509Certificate;
+  let caCert: X509.X509Certificate;
   let caKey: CryptoKey;
   if (options.ca) {
     caCert = new x509.X509Certificate(options.ca.cert);
@@ -100,7 +104,7 @@ export async function generateServingCertificates(options: {
     });
   }
   const leafKeys = await newKeys();
-  const names: x509.JsonGeneralName[] = [
+  const names: X509.JsonGeneralName[] = [
     ...options.dnsNames.map((value) => ({ type: "dns" as const, value })),
     ...(options.ips ?? []).map((value) => ({ type: "ip" as const, value })),
   ];

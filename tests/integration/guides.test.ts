@@ -67,7 +67,14 @@ describe("requeues, rate limits and terminal errors", () => {
 
 /** A manager without leader election, with its servers on free ports. */
 function plainManager(metricsBindAddress = "0"): Manager {
-  return new Manager({ config: plane.config, metricsBindAddress, healthProbeBindAddress: "0" });
+  return new Manager({
+    config: plane.config,
+    metricsBindAddress,
+    // The scrapes below are plain fetches; a default manager serves metrics over HTTPS to
+    // scrapers the API server authorises (tests/integration/metrics.test.ts).
+    metricsServing: "insecure-http",
+    healthProbeBindAddress: "0",
+  });
 }
 
 describe("leader election and several replicas", () => {
