@@ -313,7 +313,8 @@ export class WorkQueue<K> {
   constructor(options: WorkQueueOptions<K> = {}) {
     this.name = options.name ?? "";
     this.#keyOf = options.keyOf ?? defaultKeyOf;
-    this.#rateLimiter = options.rateLimiter ?? defaultControllerRateLimiter<K>();
+    // The default limiter keys items as the queue does (a controller's queue: namespace/name).
+    this.#rateLimiter = options.rateLimiter ?? defaultControllerRateLimiter<K>(this.#keyOf);
     this.#clock = options.clock ?? realClock;
     this.#metrics = options.metrics ?? {};
   }

@@ -77,6 +77,14 @@ describe("WorkQueue: de-duplication and processing", () => {
     assert.equal(queue.len(), 1);
   });
 
+  it("rate-limits by the queue's keyOf when no limiter is given", () => {
+    const { queue } = fakeQueue<{ id: number; note: string }>({ keyOf: (item) => String(item.id) });
+    queue.addRateLimited({ id: 1, note: "first" });
+    queue.addRateLimited({ id: 1, note: "second" });
+    // One key for the limiter as for the queue: the second failure counts against the first.
+    assert.equal(queue.numRequeues({ id: 1, note: "third" }), 2);
+  });
+
   it("never hands out an item being processed; re-added meanwhile, it comes back once after done", async () => {
     const { queue } = fakeQueue();
     queue.add("a");
