@@ -7,12 +7,7 @@
  */
 
 import process from "node:process";
-import {
-  ansiColorFormatter,
-  configure,
-  jsonLinesFormatter,
-  type LogRecord,
-} from "@logtape/logtape";
+import { configure, jsonLinesFormatter, type LogRecord } from "@logtape/logtape";
 
 /** Options of {@linkcode configureLogging}. */
 export interface LoggingOptions {
@@ -39,8 +34,10 @@ export interface LoggingOptions {
  */
 export async function configureLogging(options: LoggingOptions = {}): Promise<void> {
   const dev = options.dev ?? false;
+  // Colour only for a terminal, and never with NO_COLOR set (https://no-color.org).
+  const color = dev && process.stderr.isTTY === true && !process.env.NO_COLOR;
   const sink = dev
-    ? (record: LogRecord) => process.stderr.write(ansiColorFormatter(record))
+    ? (record: LogRecord) => process.stderr.write(formatDevLogRecord(record, { color }))
     : (record: LogRecord) => process.stdout.write(formatJsonLogRecord(record));
   const lowestLevel = options.level ?? (dev ? "debug" : "info");
   await configure({
@@ -159,6 +156,66 @@ export function formatJsonLogRecord(record: LogRecord): string {
   }
   const properties = serializeValue(record.properties, 0) as Record<string, unknown>;
   return jsonLinesFormatter({ ...record, message, properties });
+}
+
+const LEVELS: Record<LogRecord["level"], string> = {
+  trace: "TRC",
+  debug: "DBG",
+  info: "INF",
+  warning: "WRN",
+  error: "ERR",
+  fatal: "FTL",
+};
+
+const LEVEL_COLORS: Record<LogRecord["level"], string> = {
+  trace: "\x1b[2m",
+  debug: "\x1b[2m",
+  info: "\x1b[32m",
+  warning: "\x1b[33m",
+  error: "\x1b[31m",
+  fatal: "\x1b[35m",
+};
+
+/** A value inside a readable message: words as they are, errors as one line, the rest as JSON. */
+function renderValue(value: unknown): string {
+  if (typeof value === "string") return value;
+  if (value instanceof Error) return renderError(value);
+  if (value === undefined) return "undefined";
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
+/**
+ * One log record as a readable line, as {@linkcode configureLogging} writes it in dev mode: the
+ * time, the level, the key of the object a reconcile is about (`namespace/name`) first, the
+ * category, and the message with its values unquoted (`Deployment hello created`, not
+ * `Deployment "hello" "created"`). Colours only with `color`.
+ *
+ * @example
+ * ```ts
+ * import type { LogRecord } from "@logtape/logtape";
+ * import { formatDevLogRecord } from "./logging.ts";
+ *
+ * declare const record: LogRecord;
+ * process.stderr.write(formatDevLogRecord(record, { color: false }));
+ * ```
+ */
+export function formatDevLogRecord(record: LogRecord, options: { color?: boolean } = {}): string {
+  const time = new Date(record.timestamp).toISOString().slice(11, 23);
+  const message = record.message.map((part, i) => i % 2 === 1 ? renderValue(part) : part).join("");
+  const { namespace, name, reconcileID } = record.properties as Record<string, unknown>;
+  const key = reconcileID !== undefined && typeof name === "string"
+    ? `${typeof namespace === "string" && namespace ? `${namespace}/` : ""}${name} `
+    : "";
+  const level = LEVELS[record.level] ?? record.level;
+  const category = record.category.join("·");
+  if (!options.color) return `${time} ${level} ${key}${category}: ${message}\n`;
+  const dim = "\x1b[2m", bold = "\x1b[1m", reset = "\x1b[0m";
+  const paint = LEVEL_COLORS[record.level] ?? "";
+  return `${dim}${time}${reset} ${paint}${level}${reset} ${bold}${key}${reset}${dim}${category}:${reset} ${message}\n`;
 }
 
 /**

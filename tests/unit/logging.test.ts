@@ -3,7 +3,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { LogRecord } from "@logtape/logtape";
-import { formatJsonLogRecord, serializeError } from "../../lib/util/logging.ts";
+import { formatDevLogRecord, formatJsonLogRecord, serializeError } from "../../lib/util/logging.ts";
 
 const TIMEOUT = { timeout: 10_000 };
 
@@ -78,5 +78,58 @@ describe("JSON log records", () => {
     (loop as { cause?: unknown }).cause = loop;
     const serialized = JSON.stringify(serializeError(loop));
     assert.ok(serialized.length < 2_000, "bounded");
+  });
+});
+
+describe("dev-mode log lines", () => {
+  const reconcile = {
+    controller: "example",
+    namespace: "default",
+    name: "hello",
+    reconcileID: "r-1",
+    result: "created",
+  };
+  const info = (message: unknown[], properties: Record<string, unknown>) =>
+    ({ ...record(message, properties), level: "info" }) as LogRecord;
+
+  it("write plain words unquoted and put the reconcile's key first", TIMEOUT, () => {
+    const line = formatDevLogRecord(
+      info(["Deployment ", "hello", " ", "created", ""], reconcile),
+      { color: false },
+    );
+    assert.equal(line, "00:00:00.000 INF default/hello rudder·test: Deployment hello created\n");
+  });
+
+  it(
+    "write numbers and objects as JSON, errors as one line, and no key outside a reconcile",
+    TIMEOUT,
+    () => {
+      const err = new Error("refused", { cause: new Error("ECONNREFUSED") });
+      const line = formatDevLogRecord(
+        info(["synced ", 3, " objects ", { a: 1 }, " then ", err, ""], {}),
+        { color: false },
+      );
+      assert.equal(
+        line,
+        '00:00:00.000 INF rudder·test: synced 3 objects {"a":1} then Error: refused (caused by Error: ECONNREFUSED)\n',
+      );
+    },
+  );
+
+  it("use escape codes only when asked for colour", TIMEOUT, () => {
+    const plain = formatDevLogRecord(info(["hi"], {}), { color: false });
+    const coloured = formatDevLogRecord(info(["hi"], {}), { color: true });
+    const ESC = String.fromCharCode(27);
+    assert.ok(!plain.includes(ESC));
+    assert.ok(coloured.includes(`${ESC}[`));
+    assert.equal(coloured.replaceAll(new RegExp(`${ESC}\\[[0-9;]*m`, "g"), ""), plain);
+  });
+
+  it("name a cluster-scoped object by its name alone", TIMEOUT, () => {
+    const line = formatDevLogRecord(
+      info(["ok"], { namespace: "", name: "node-1", reconcileID: "r-2" }),
+      { color: false },
+    );
+    assert.match(line, / INF node-1 rudder·test: ok\n$/);
   });
 });
