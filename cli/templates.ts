@@ -150,7 +150,7 @@ function denoJson(options: ScaffoldOptions, deps: DependencyVersions): string {
       manifests: "deno task rudder manifests",
       build: "deno task rudder build",
       check: "deno fmt --check && deno lint && deno check",
-      ...imageTasks(options),
+      ...imageTasks(options, "deno task rudder build"),
     },
     imports,
     // With --local, npm packages resolve from the checkout's node_modules, as in Node.
@@ -177,7 +177,7 @@ function packageJson(options: ScaffoldOptions, deps: DependencyVersions): string
       dev: `${src.bunCli} dev --runtime bun`,
       manifests: `${src.bunCli} manifests`,
       build: `${src.bunCli} build --runtime bun`,
-      ...imageTasks(options),
+      ...imageTasks(options, `${src.bunCli} build`),
     },
     dependencies: options.local ? {} : {
       // JSR packages install from npm.jsr.io under the @jsr scope (see .npmrc).
@@ -763,9 +763,19 @@ export function scaffold(
   return files;
 }
 
-/** The image build task of a project: the same command under Deno and under Bun. */
-function imageTasks(options: ScaffoldOptions): Record<string, string> {
-  return { image: `docker build -t ${options.name}:0.1.0 .` };
+/**
+ * The image tasks of a project: `image` makes the image with `rudder build --image` (no Docker
+ * daemon) as an archive `podman load`, `docker load` or `kind load image-archive` take;
+ * `image:push` pushes it to the registry its reference names (put yours in the task first);
+ * `docker-build` is the alternative with a Docker daemon and the scaffold's Dockerfile.
+ */
+function imageTasks(options: ScaffoldOptions, build: string): Record<string, string> {
+  const ref = `${options.name}:0.1.0`;
+  return {
+    image: `${build} --runtime bun --image ${ref} --output dist/${options.name}-image.tar`,
+    "image:push": `${build} --runtime bun --image ${ref} --push`,
+    "docker-build": `docker build -t ${ref} .`,
+  };
 }
 
 /** The path of a kind's sample object, as kubebuilder names it: `config/samples/<group>_<version>_<kind>.yaml`. */
