@@ -458,7 +458,9 @@ if (import.meta.main) {
   } catch (err) {
     // One line that names the problem: no stack trace, no page of bundled source.
     console.error(
-      err instanceof LeaderElectionLostError ? \`leadership lost: \${err.message}\` : describeError(err),
+      err instanceof LeaderElectionLostError
+        ? \`leadership lost: \${err.message}\`
+        : describeError(err),
     );
     process.exit(1);
   }
