@@ -21,10 +21,11 @@
  * or flag, a missing argument), with a message naming it.
  *
  * @example Run a command in-process
- * ```ts ignore
+ * ```ts
  * import { main } from "@rudder/operator/cli";
  *
- * const code = await main(["manifests", "--out", "deploy/"]);
+ * const code = await main(["--version"]);
+ * console.log(code); // 0, after printing the version
  * ```
  *
  * @module

@@ -5,10 +5,18 @@
  * and `ConversionReview` types, and webhook configurations derived from what is registered.
  *
  * @example Default and cap `spec.replicas`
- * ```ts ignore
- * import { Manager } from "@rudder/operator";
+ * ```ts
+ * import { z } from "zod";
+ * import { defineResource, Manager } from "@rudder/operator";
  * import { AdmissionDeniedError, newWebhookManagedBy } from "@rudder/operator/webhook";
- * import { Example } from "./api/example.ts";
+ *
+ * const Example = defineResource({
+ *   group: "example.com",
+ *   version: "v1",
+ *   kind: "Example",
+ *   scope: "Namespaced",
+ *   spec: z.object({ replicas: z.number().int().min(0).optional() }),
+ * });
  *
  * const mgr = new Manager({ webhookServer: { port: 9443, certDir: "/tmp/serving-certs" } });
  * newWebhookManagedBy(mgr).for(Example)
@@ -16,8 +24,8 @@
  *     example.spec.replicas ??= 1;
  *   })
  *   .withValidator({
- *     validateCreate: (example) => check(example.spec.replicas),
- *     validateUpdate: (_old, example) => check(example.spec.replicas),
+ *     validateCreate: (example) => check(example.spec.replicas ?? 1),
+ *     validateUpdate: (_old, example) => check(example.spec.replicas ?? 1),
  *   })
  *   .complete();
  *
@@ -25,7 +33,7 @@
  *   if (replicas > 10) throw new AdmissionDeniedError("spec.replicas must be at most 10");
  *   return replicas > 5 ? ["more than 5 replicas is unusual"] : [];
  * }
- * await mgr.start();
+ * // await mgr.start();
  * ```
  *
  * @module

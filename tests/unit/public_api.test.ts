@@ -61,6 +61,8 @@ describe("public API", () => {
         /^\/\*\*[\s\S]*?@example[\s\S]*?@module\s*\*\//,
         `${file} has a module doc with an example`,
       );
+      const firstBlock = source.slice(source.indexOf("@example")).match(/```[^\n]*\n/);
+      assert.equal(firstBlock?.[0], "```ts\n", `${file}: its first example is type-checked`);
     }
   });
 
