@@ -110,7 +110,9 @@ before(async () => {
     readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
       e.isDirectory() ? walk(join(dir, e.name)) : [join(dir, e.name)]
     );
-  const files = walk(join(project, "config")).filter((f) => !f.endsWith("kustomization.yaml"))
+  // config/samples/ holds sample objects for users (rudder init's), not the manifests.
+  const files = walk(join(project, "config"))
+    .filter((f) => !f.endsWith("kustomization.yaml") && !f.includes("/samples/"))
     .sort((a, b) => (a.includes("namespace.yaml") ? -1 : b.includes("namespace.yaml") ? 1 : 0));
   for (const file of files) {
     const object = parse(readFileSync(file, "utf8"));

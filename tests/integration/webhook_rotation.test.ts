@@ -268,15 +268,21 @@ describe("rudder manifests for an operator with webhooks", () => {
       kinds.push(object.kind);
     }
     assert.deepEqual(kinds.sort(), [
-      "ClusterRole",
+      "ClusterRole", // the manager's
+      "ClusterRole", // metrics: token and access reviews
+      "ClusterRole", // metrics: the reader role for scrapers
+      "ClusterRoleBinding",
       "ClusterRoleBinding",
       "CustomResourceDefinition",
       "Deployment",
       "MutatingWebhookConfiguration",
       "Namespace",
-      "Role",
+      "Role", // leader election, in the operator's namespace
+      "Role", // the webhook certificate's Secret
       "RoleBinding",
-      "Service",
+      "RoleBinding",
+      "Service", // the metrics Service
+      "Service", // the webhook Service
       "ServiceAccount",
       "ValidatingWebhookConfiguration",
     ]);
