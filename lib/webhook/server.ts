@@ -93,6 +93,8 @@ interface Inner {
   readonly cert: string;
   /** Client and upstream sockets of the connections forwarded to it. */
   readonly sockets: Set<net.Socket>;
+  /** The upstream sockets alone: ending one closes its connection once its answer is through. */
+  readonly upstreams: Set<net.Socket>;
   /** Connections forwarded to it and not yet closed. */
   connections: number;
   /** Requests it is answering. */
@@ -106,6 +108,9 @@ interface Inner {
 
 /** Milliseconds a stop waits for the requests in progress before closing their connections. */
 const REQUEST_GRACE_MS = 10_000;
+
+/** Milliseconds a stop then gives the answers to pass through the forwarding. */
+const FLUSH_GRACE_MS = 2_000;
 
 const log = getLogger(["rudder", "webhook"]);
 
@@ -344,6 +349,14 @@ export class WebhookServer implements Runnable {
       while (inner.inFlight > 0 && Date.now() < deadline) {
         await new Promise((resolve) => setTimeout(resolve, 10));
       }
+      // A handler's answer may still be on its way through the forwarding: end only the side
+      // towards the inner server, which then closes each connection after its last bytes, and
+      // the client side follows once they are through. What is still open after a moment goes.
+      for (const upstream of inner.upstreams) upstream.end();
+      const flushed = Date.now() + FLUSH_GRACE_MS;
+      while (inner.sockets.size > 0 && Date.now() < flushed) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
       for (const socket of inner.sockets) socket.destroy();
       await inner.stop().catch(() => {});
       this.#retired.delete(inner);
@@ -410,6 +423,7 @@ export class WebhookServer implements Runnable {
       port: 0,
       cert,
       sockets: new Set(),
+      upstreams: new Set(),
       connections: 0,
       inFlight: 0,
       retired: false,
@@ -462,6 +476,7 @@ export class WebhookServer implements Runnable {
     upstream.setNoDelay(true);
     inner.sockets.add(client);
     inner.sockets.add(upstream);
+    inner.upstreams.add(upstream);
     let closed = false;
     const close = () => {
       client.destroy();
@@ -470,6 +485,7 @@ export class WebhookServer implements Runnable {
       closed = true;
       inner.sockets.delete(client);
       inner.sockets.delete(upstream);
+      inner.upstreams.delete(upstream);
       inner.connections--;
       if (inner.retired && inner.connections === 0) this.#close(inner);
     };
