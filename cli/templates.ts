@@ -268,20 +268,16 @@ export const ${kind} = defineResource({
   kind: "${kind}",
   scope: "Namespaced",
   spec: z.object({
-    message: z.string().default("hello").describe("What the ${kind}'s ConfigMap holds."),${
-    options.webhooks
-      ? `
-    replicas: z.number().int().min(0).optional()
-      .describe("How many copies; defaulted to 1 and capped at 10 by the webhooks."),`
-      : ""
-  }
+    replicas: z.number().int().min(0).default(1).describe("How many pods the Deployment runs."),
+    image: z.string().default("registry.k8s.io/pause:3.10").describe("Image of those pods."),
   }),
   status: z.object({
-    phase: phaseSchema(["Pending", "Ready"]).optional(),
+    phase: phaseSchema(["Pending", "Running", "Deleting"]).optional(),
     observedGeneration: z.number().int().optional(),
     conditions: conditionsSchema.optional(),
   }),
   printerColumns: [
+    { name: "Replicas", jsonPath: ".spec.replicas" },
     { name: "Phase", jsonPath: ".status.phase" },
     { name: "Age", jsonPath: ".metadata.creationTimestamp", type: "date" },
   ],
@@ -292,89 +288,165 @@ export type ${kind} = ObjectOf<typeof ${kind}>;
 `;
 }
 
+/**
+ * The controller of a kind: the example operator's (`examples/example-operator`, which a unit
+ * test keeps equal to this template for its Example kind). Each object owns a Deployment, uses a
+ * finalizer, records Events and reports a phase and a Ready condition.
+ */
 function controllerModule(options: ScaffoldOptions): string {
   const { kind, lower } = names(options);
   return `/**
- * The ${kind} controller: each ${kind} owns a ConfigMap of the same name that holds its
- * \`spec.message\`; its status reports the phase and a Ready condition.
+ * The ${kind} reconciler: each ${kind} owns a Deployment with \`spec.replicas\` pods; its status
+ * reports the phase and a Ready condition; a finalizer lets it clean up before it goes away.
  *
  * @module
  */
 
 import {
+  addFinalizer,
   clone,
-  ConfigMap,
+  containsFinalizer,
   createOrUpdate,
+  Deployment,
   ignoreNotFound,
   type Manager,
   mergeFrom,
   newControllerManagedBy,
   type ReconcileContext,
   type Reconciler,
+  removeFinalizer,
   type Request,
   type Result,
   setControllerReference,
   setStatusCondition,
 } from "@rudder/operator";
+import type { appsv1, corev1 } from "@rudder/operator/api";
 import type { ObjectClient } from "@rudder/operator/controllerutil";
+import type { EventRecorder } from "@rudder/operator/events";
 import { ${kind} } from "../api/${lower}.ts";
+
+type DeploymentSpec = appsv1.DeploymentSpec;
+type PodTemplateSpec = corev1.PodTemplateSpec;
+
+/** The finalizer that makes deletion wait for the reconciler's clean-up. */
+export const FINALIZER = "${options.group}/cleanup";
+
+/** How long a healthy ${kind} waits before it is looked at again. */
+export const RESYNC_MS = 5 * 60_000;
 
 /** Reconciles ${kind} objects. */
 export class ${kind}Reconciler implements Reconciler {
   readonly #client: ObjectClient;
+  readonly #recorder: EventRecorder | undefined;
 
-  /** Reads and writes through \`client\`: the manager's, or a FakeClient in unit tests. */
-  constructor(client: ObjectClient) {
+  /**
+   * Reads and writes through \`client\` (the manager's, or a FakeClient in unit tests) and
+   * records Events with \`recorder\` when there is one.
+   */
+  constructor(client: ObjectClient, recorder?: EventRecorder) {
     this.#client = client;
+    this.#recorder = recorder;
   }
 
   /** Drives one ${kind} towards its spec. */
   async reconcile(req: Request, ctx: ReconcileContext): Promise<Result> {
-    const instance = await this.#client.get(${kind}, req).catch(ignoreNotFound);
-    if (!instance) return {}; // deleted: its ConfigMap goes with it (garbage collection)
+${
+    fitLine(
+      `    const instance = await this.#client.get(${kind}, req).catch(ignoreNotFound);`,
+      `    const instance = await this.#client.get(${kind}, req).catch(\n      ignoreNotFound,\n    );`,
+    )
+  }
+    if (!instance) return {}; // deleted: nothing to do
 
-    const { result } = await createOrUpdate<ConfigMap>(
+    // Objects from the cache are frozen: change a copy (clone), then patch the difference.
+    if (instance.metadata?.deletionTimestamp) {
+      if (!containsFinalizer(instance, FINALIZER)) return {};
+      // The Deployment goes with its owner (garbage collection); here the clean-up is a log and
+      // an event, then the finalizer is removed and the ${kind} disappears.
+      ctx.log.info("Cleaning up ${kind} {name}", { name: req.name });
+      this.#recorder?.event(instance, "Normal", "CleanedUp", "Delete", "finalizer ran");
+      const done = clone(instance);
+      removeFinalizer(done, FINALIZER);
+      await this.#client.patch(done, mergeFrom(instance));
+      return {};
+    }
+
+    if (!containsFinalizer(instance, FINALIZER)) {
+      const withFinalizer = clone(instance);
+      addFinalizer(withFinalizer, FINALIZER);
+      await this.#client.patch(withFinalizer, mergeFrom(instance));
+      // The patch's own event brings the ${kind} back with its finalizer.
+      return {};
+    }
+
+    const labels = {
+      "app.kubernetes.io/name": "${lower}",
+      "${options.group}/instance": req.name,
+    };
+    const { result } = await createOrUpdate<Deployment>(
       this.#client,
       {
-        apiVersion: "v1",
-        kind: "ConfigMap",
+        apiVersion: "apps/v1",
+        kind: "Deployment",
         metadata: { name: req.name, namespace: req.namespace },
       },
-      (configMap) => {
-        configMap.data = { ...configMap.data, message: instance.spec.message };
-        setControllerReference(instance, configMap);
+      (deployment) => {
+        // Set only the fields this operator owns: the API server defaults the rest, and
+        // replacing the whole spec would undo its defaults and update on every pass.
+        const spec: DeploymentSpec = deployment.spec ??= {
+          selector: { matchLabels: labels },
+          template: {},
+        };
+        spec.replicas = instance.spec.replicas;
+        spec.selector ??= { matchLabels: labels }; // immutable once created
+        const template: PodTemplateSpec = spec.template ??= {};
+        template.metadata = {
+          ...template.metadata,
+          labels: { ...template.metadata?.labels, ...labels },
+        };
+        const pod = template.spec ??= { containers: [] };
+        const app = pod.containers.find((c) => c.name === "app");
+        if (app) app.image = instance.spec.image;
+        else pod.containers.push({ name: "app", image: instance.spec.image });
+        setControllerReference(instance, deployment);
       },
     );
     if (result !== "unchanged") {
-      ctx.log.info("ConfigMap {name} {result}", { name: req.name, result });
+      ctx.log.info("Deployment {name} {result}", { name: req.name, result });
+      this.#recorder?.event(instance, "Normal", "Deployed", "Reconcile", \`Deployment \${result}\`);
     }
 
-    // Objects from the cache are frozen: change a copy, then patch the difference.
     const updated = clone(instance);
     const status = (updated.status ??= {});
-    status.phase = "Ready";
+    status.phase = "Running";
     status.observedGeneration = instance.metadata?.generation;
     status.conditions ??= [];
     setStatusCondition(status.conditions, {
       type: "Ready",
       status: "True",
-      reason: "ConfigMapUpToDate",
-      message: \`ConfigMap \${req.name} holds the message\`,
+      reason: "DeploymentUpToDate",
+      message: \`Deployment \${req.name} asks for \${instance.spec.replicas} replicas\`,
       observedGeneration: instance.metadata?.generation,
     });
     if (JSON.stringify(updated.status) !== JSON.stringify(instance.status)) {
       await this.#client.status().patch(updated, mergeFrom(instance));
+      ctx.log.info("${kind} {name} is {phase}", {
+        name: req.name,
+        phase: status.phase,
+      });
     }
-    return {};
+    return { requeueAfter: RESYNC_MS };
   }
 }
 
-/** Registers the ${kind} controller with the manager: for ${kind}s, owning ConfigMaps. */
+/** Registers the ${kind} controller with the manager: for ${kind}s, owning Deployments. */
 export function setup${kind}Controller(mgr: Manager): void {
+  const recorder = mgr.getEventRecorderFor("${lower}-controller");
   newControllerManagedBy(mgr)
     .for(${kind})
-    .owns(ConfigMap)
-    .complete(new ${kind}Reconciler(mgr.getClient()));
+    .owns(Deployment)
+    .withOptions({ maxConcurrentReconciles: 10 })
+    .complete(new ${kind}Reconciler(mgr.getClient(), recorder));
 }
 `;
 }
@@ -468,6 +540,21 @@ if (import.meta.main) {
 `;
 }
 
+/** The test's import from its controller, as deno fmt writes it (names sorted, lines ≤ 100). */
+function controllerImport(kind: string, from: string): string {
+  const names = ["FINALIZER", "RESYNC_MS", `${kind}Reconciler`]
+    .sort((a, b) => a.toLowerCase().localeCompare(b.toLowerCase()));
+  return fitLine(
+    `import { ${names.join(", ")} } from "${from}";`,
+    ["import {", ...names.map((name) => `  ${name},`), `} from "${from}";`].join("\n"),
+  );
+}
+
+/** `line` if it fits deno fmt's line width of 100 (as the scaffold's deno.json sets it), else `broken`. */
+function fitLine(line: string, broken: string): string {
+  return line.length <= 100 ? line : broken;
+}
+
 function controllerTest(options: ScaffoldOptions): string {
   const { kind, lower, apiVersion } = names(options);
   return `// The ${kind} controller, tested two ways: its reconciler against FakeClient (in memory, no
@@ -478,12 +565,12 @@ function controllerTest(options: ScaffoldOptions): string {
 // bunfig.toml preloads bun_test_setup.ts, which raises it.)
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { type Client, ConfigMap, newClient } from "@rudder/operator";
+import { type Client, Deployment, isNotFound, newClient } from "@rudder/operator";
 import type { Logger } from "@rudder/operator/manager";
 import { Environment, FakeClient } from "@rudder/operator/testing";
 import { ${kind} } from "../api/${lower}.ts";
 import { createManager } from "../main.ts";
-import { ${kind}Reconciler } from "./${lower}_controller.ts";
+${controllerImport(kind, `./${lower}_controller.ts`)}
 
 const quiet: Logger = {
   debug: () => {},
@@ -507,23 +594,50 @@ const START_TIMEOUT = 180_000;
 const TEST_TIMEOUT = 60_000;
 
 describe("${kind}Reconciler", () => {
-  it("creates the ConfigMap it owns and reports Ready", { timeout: TEST_TIMEOUT }, async () => {
+  const ctx = { signal: new AbortController().signal, log: quiet, reconcileID: "test" };
+
+  it("owns a Deployment with the replicas asked for, and reports Running", {
+    timeout: TEST_TIMEOUT,
+  }, async () => {
     const key = { namespace: "default", name: "sample" };
     const client = new FakeClient({ types: [${kind}] });
     await client.create({
       apiVersion: "${apiVersion}",
       kind: "${kind}",
       metadata: key,
-      spec: { message: "hi" },
+      spec: { replicas: 2, image: "registry.k8s.io/pause:3.10" },
     });
-    const ctx = { signal: new AbortController().signal, log: quiet, reconcileID: "test" };
-    await new ${kind}Reconciler(client).reconcile(key, ctx);
+    const reconciler = new ${kind}Reconciler(client);
+    await reconciler.reconcile(key, ctx); // adds the finalizer
+    const withFinalizer = await client.get(${kind}, key);
+    assert.deepEqual(withFinalizer.metadata?.finalizers, [FINALIZER]);
+    const result = await reconciler.reconcile(key, ctx);
+    assert.deepEqual(result, { requeueAfter: RESYNC_MS });
 
-    const configMap = await client.get(ConfigMap, key);
-    assert.equal(configMap.data?.message, "hi");
-    assert.equal(configMap.metadata?.ownerReferences?.[0]?.kind, "${kind}");
+    const deployment = await client.get(Deployment, key);
+    assert.equal(deployment.spec?.replicas, 2);
+    assert.equal(deployment.spec?.template.spec?.containers[0].image, "registry.k8s.io/pause:3.10");
+    const owner = deployment.metadata?.ownerReferences?.[0];
+    assert.equal(owner?.kind, "${kind}");
     const reconciled = await client.get(${kind}, key);
-    assert.equal(reconciled.status?.phase, "Ready");
+    assert.equal(reconciled.status?.phase, "Running");
+    assert.equal(reconciled.status?.conditions?.[0]?.status, "True");
+  });
+
+  it("lets a deleted ${kind} go once its finalizer ran", {
+    timeout: TEST_TIMEOUT,
+  }, async () => {
+    const key = { namespace: "default", name: "doomed" };
+    const client = new FakeClient({ types: [${kind}] });
+    await client.create({
+      apiVersion: "${apiVersion}",
+      kind: "${kind}",
+      metadata: { ...key, finalizers: [FINALIZER] },
+      spec: { replicas: 1, image: "registry.k8s.io/pause:3.10" },
+    });
+    await client.delete(await client.get(${kind}, key)); // waits for the finalizer
+    await new ${kind}Reconciler(client).reconcile(key, ctx);
+    await assert.rejects(client.get(${kind}, key), isNotFound);
   });
 });
 
@@ -554,7 +668,7 @@ describe("the ${options.name} operator on a local control plane", () => {
     }
   }, { timeout: TEST_TIMEOUT });
 
-  it("reconciles a ${kind}: its ConfigMap holds the message and its status is Ready", {
+  it("reconciles a ${kind} and lets it go when it is deleted", {
     timeout: TEST_TIMEOUT,
   }, async () => {
     const key = { namespace: "default", name: "hello" };
@@ -562,14 +676,24 @@ describe("the ${options.name} operator on a local control plane", () => {
       apiVersion: "${apiVersion}",
       kind: "${kind}",
       metadata: key,
-      spec: { message: "hello, world" },
+      spec: { replicas: 3, image: "registry.k8s.io/pause:3.10" },
     });
+    const phase = async () => {
+      const instance = await client.get(${kind}, key);
+      return instance.status?.phase;
+    };
     await eventually(
-      "the ${kind} is Ready",
-      async () => (await client.get(${kind}, key)).status?.phase === "Ready",
+      "the ${kind} is Running",
+      async () => (await phase()) === "Running",
     );
-    const configMap = await client.get(ConfigMap, key);
-    assert.equal(configMap.data?.message, "hello, world");
+    assert.equal((await client.get(Deployment, key)).spec?.replicas, 3);
+
+    // Deleted, it goes once the operator has run its finalizer.
+    await client.delete(await client.get(${kind}, key));
+    await eventually(
+      "the ${kind} is gone",
+      () => client.get(${kind}, key).then(() => false, isNotFound),
+    );
   });
 });
 `;
@@ -634,8 +758,9 @@ without \`--local\` and copy your code over.
   return `# ${options.name}
 
 A Kubernetes operator written with [Rudder](https://jsr.io/${JSR_PACKAGE}): it reconciles
-\`${n.kind}\` objects (\`${n.apiVersion}\`). Each ${n.kind} owns a ConfigMap that holds its
-\`spec.message\`, and its status reports \`Ready\`.
+\`${n.kind}\` objects (\`${n.apiVersion}\`). Each ${n.kind} owns a Deployment that runs
+\`spec.replicas\` pods of \`spec.image\`; a finalizer lets it clean up before it goes, and its
+status reports the phase and a \`Ready\` condition.
 ${local}
 ## Layout
 
@@ -794,7 +919,8 @@ export function sampleObject(options: Pick<ScaffoldOptions, "group" | "version" 
     "metadata:",
     `  name: ${lower}-sample`,
     "spec:",
-    `  message: hello from ${lower}-sample`,
+    "  replicas: 1",
+    "  image: registry.k8s.io/pause:3.10",
     "",
   ].join("\n");
 }

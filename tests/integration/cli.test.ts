@@ -27,8 +27,8 @@ import { loadProject, runtimeExecutable } from "../../cli/project.ts";
 import {
   ClusterRole,
   ClusterRoleBinding,
-  ConfigMap,
   CustomResourceDefinition,
+  Deployment,
   Namespace,
   Role,
   ServiceAccount,
@@ -358,15 +358,15 @@ async function reconcileWith(
       apiVersion: API_VERSION,
       kind: "Memcached",
       metadata: key,
-      spec: { message: `hello from ${namespace}` },
+      spec: { replicas: 2, image: "registry.k8s.io/pause:3.10" },
     });
-    await eventually("the Memcached is Ready", async () => {
+    await eventually("the Memcached is Running", async () => {
       const object = await client.get(Memcached, key).catch(() => undefined);
-      return object?.status?.phase === "Ready";
+      return object?.status?.phase === "Running";
     }, 60_000);
-    const configMap = await client.get(ConfigMap, key);
-    assert.equal(configMap.data?.message, `hello from ${namespace}`);
-    assert.equal(configMap.metadata?.ownerReferences?.[0]?.kind, "Memcached");
+    const deployment = await client.get(Deployment, key);
+    assert.equal(deployment.spec?.replicas, 2);
+    assert.equal(deployment.metadata?.ownerReferences?.[0]?.kind, "Memcached");
     await checkSecureMetrics(op.output());
     // process.kill, not child.kill: Deno's ChildProcess misreports the code the child chose.
     process.kill(op.child.pid!, "SIGTERM");

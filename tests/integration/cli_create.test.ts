@@ -90,13 +90,13 @@ describe("rudder create api on a scaffold", () => {
         assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
         assert.match(
           result.stdout,
-          /reconciles a MemcachedBackup: its ConfigMap holds the message/,
+          /reconciles a MemcachedBackup and lets it go when it is deleted/,
         );
-        assert.match(result.stdout, /ok \| 4 passed \(4 steps\) \| 0 failed/);
+        assert.match(result.stdout, /ok \| 4 passed \(6 steps\) \| 0 failed/);
       } else {
         const result = await run(runtimeExecutable("bun", process.env), ["run", "test"], project);
         assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
-        assert.match(result.stderr, /\b4 pass\b/);
+        assert.match(result.stderr, /\b6 pass\b/);
         assert.match(result.stderr, /\b0 fail\b/);
       }
     },

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
-import { ConfigMap, Namespace } from "../../lib/api/builtins.ts";
+import { Deployment, Namespace } from "../../lib/api/builtins.ts";
 import { resourceType } from "../../lib/api/resource.ts";
 import { newClient } from "../../lib/client/client.ts";
 import { loadConfig } from "../../lib/kube/config/load.ts";
@@ -153,8 +153,8 @@ describe("rudder dev", () => {
         spec: {},
       });
       await eventually(
-        "the first Widget is Ready",
-        async () => (await client.get(Widget, first)).status?.phase === "Ready",
+        "the first Widget is Running",
+        async () => (await client.get(Widget, first)).status?.phase === "Running",
         30_000,
       );
 
@@ -175,14 +175,14 @@ describe("rudder dev", () => {
         apiVersion: "example.com/v1alpha1",
         kind: "Widget",
         metadata: second,
-        spec: { message: "again" },
+        spec: { replicas: 2 },
       });
       await eventually(
-        "the second Widget is Ready",
-        async () => (await client.get(Widget, second)).status?.phase === "Ready",
+        "the second Widget is Running",
+        async () => (await client.get(Widget, second)).status?.phase === "Running",
         30_000,
       );
-      assert.equal((await client.get(ConfigMap, second)).data?.message, "again");
+      assert.equal((await client.get(Deployment, second)).spec?.replicas, 2);
 
       process.kill(dev.child.pid!, "SIGTERM");
       assert.equal(await dev.exited, 0, dev.stderr());

@@ -396,13 +396,13 @@ async function runLikeAPod(image: string, namespace: string): Promise<void> {
       apiVersion: "cache.example.com/v1alpha1",
       kind: "Memcached",
       metadata: key,
-      spec: { message: "hello from a container" },
+      spec: { replicas: 1, image: "registry.k8s.io/pause:3.10" },
     });
     await eventually(
-      "the Memcached is Ready",
+      "the Memcached is Running",
       async () => {
         const object = await client.get(Memcached, key).catch(() => undefined);
-        return object?.status?.phase === "Ready";
+        return object?.status?.phase === "Running";
       },
       2 * MINUTE,
       100,

@@ -192,7 +192,7 @@ describe("a built operator with webhooks, in rudder certificate mode", () => {
           apiVersion: "guard.example.com/v1alpha1",
           kind: "Guard",
           metadata: { name: "g", namespace: "default" },
-          spec: { message: "hi", replicas: 50 },
+          spec: { replicas: 50, image: "registry.k8s.io/pause:3.10" },
         },
       },
     });

@@ -181,7 +181,7 @@ describe("the scaffold", () => {
     assert.equal(
       files.get("config/samples/cache.example.com_v1alpha1_memcached.yaml"),
       "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata:\n" +
-        "  name: memcached-sample\nspec:\n  message: hello from memcached-sample\n",
+        "  name: memcached-sample\nspec:\n  replicas: 1\n  image: registry.k8s.io/pause:3.10\n",
     );
   });
 

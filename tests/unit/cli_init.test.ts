@@ -107,7 +107,8 @@ describe("the scaffold", () => {
     assert.match(main, /process\.env\.LEADER_ELECTION_NAMESPACE/);
     assert.match(main, /if \(import\.meta\.main\) \{/);
     const controller = file(local, "controllers/memcached_controller.ts");
-    assert.match(controller, /\.for\(Memcached\)\n\s+\.owns\(ConfigMap\)/);
+    assert.match(controller, /\.for\(Memcached\)\n\s+\.owns\(Deployment\)/);
+    assert.match(controller, /export const FINALIZER = "cache\.example\.com\/cleanup";/);
   });
 
   it("tests the reconciler with FakeClient and the operator with Environment", () => {
@@ -267,14 +268,17 @@ describe("rudder init", () => {
     const { code, out, err } = await rudder(scratch, "init", "written", "--local", checkout);
     assert.equal(code, 0, err);
     assert.match(out, /^ {2}main\.ts$/m);
-    for (const [path, content] of local) {
-      const expected = content.replaceAll("memcached-operator", "written")
-        .replaceAll("Memcached", "Example").replaceAll("memcached", "example")
-        .replaceAll("cache.example.com", "example.com");
-      if (path === "README.md") continue; // its table is laid out for the names
-      const written = path.replaceAll("memcached", "example")
-        .replaceAll("cache.example.com", "example.com");
-      assert.equal(readFileSync(join(dir, written), "utf8"), expected, written);
+    // rudder init's defaults: the directory's name, and an Example of example.com/v1alpha1.
+    const defaults = {
+      name: "written",
+      group: "example.com",
+      version: "v1alpha1",
+      kind: "Example",
+    };
+    const expected = scaffold({ ...defaults, local: checkout }, DEPENDENCY_VERSIONS);
+    assert.ok(expected.has("controllers/example_controller.ts"));
+    for (const [path, content] of expected) {
+      assert.equal(readFileSync(join(dir, path), "utf8"), content, path);
     }
     const link = join(dir, "node_modules", "@types", "node");
     assert.ok(lstatSync(link).isSymbolicLink());

@@ -19,7 +19,7 @@ export const ExampleV1beta1 = defineResource({
   scope: "Namespaced",
   shortNames: ["ex"],
   spec: z.object({
-    size: z.number().int().min(0).default(1).describe("Pods the Example's Deployment runs."),
+    size: z.number().int().min(0).default(1).describe("How many pods the Deployment runs."),
     image: z.string().default("registry.k8s.io/pause:3.10").describe("Image of those pods."),
   }),
   status: z.object({
@@ -45,7 +45,7 @@ export const Example = defineResource({
   scope: "Namespaced",
   shortNames: ["ex"],
   spec: z.object({
-    replicas: z.number().int().min(0).default(1).describe("Pods the Example's Deployment runs."),
+    replicas: z.number().int().min(0).default(1).describe("How many pods the Deployment runs."),
     image: z.string().default("registry.k8s.io/pause:3.10").describe("Image of those pods."),
   }),
   status: z.object({

@@ -24,6 +24,7 @@ import {
   setStatusCondition,
 } from "../../../mod.ts";
 import type { appsv1, corev1 } from "../../../lib/api/mod.ts";
+import type { ObjectClient } from "../../../lib/controllerutil/mod.ts";
 import type { EventRecorder } from "../../../lib/events/mod.ts";
 import { Example } from "../api/example.ts";
 
@@ -38,44 +39,50 @@ export const RESYNC_MS = 5 * 60_000;
 
 /** Reconciles Example objects. */
 export class ExampleReconciler implements Reconciler {
-  readonly #mgr: Manager;
-  readonly #recorder: EventRecorder;
+  readonly #client: ObjectClient;
+  readonly #recorder: EventRecorder | undefined;
 
-  /** A reconciler using the manager's client and an event recorder. */
-  constructor(mgr: Manager) {
-    this.#mgr = mgr;
-    this.#recorder = mgr.getEventRecorderFor("example-controller");
+  /**
+   * Reads and writes through `client` (the manager's, or a FakeClient in unit tests) and
+   * records Events with `recorder` when there is one.
+   */
+  constructor(client: ObjectClient, recorder?: EventRecorder) {
+    this.#client = client;
+    this.#recorder = recorder;
   }
 
   /** Drives one Example towards its spec. */
   async reconcile(req: Request, ctx: ReconcileContext): Promise<Result> {
-    const client = this.#mgr.getClient();
-    const instance = await client.get(Example, req).catch(ignoreNotFound);
+    const instance = await this.#client.get(Example, req).catch(ignoreNotFound);
     if (!instance) return {}; // deleted: nothing to do
 
+    // Objects from the cache are frozen: change a copy (clone), then patch the difference.
     if (instance.metadata?.deletionTimestamp) {
       if (!containsFinalizer(instance, FINALIZER)) return {};
       // The Deployment goes with its owner (garbage collection); here the clean-up is a log and
       // an event, then the finalizer is removed and the Example disappears.
       ctx.log.info("Cleaning up Example {name}", { name: req.name });
-      this.#recorder.event(instance, "Normal", "CleanedUp", "Delete", "finalizer ran");
+      this.#recorder?.event(instance, "Normal", "CleanedUp", "Delete", "finalizer ran");
       const done = clone(instance);
       removeFinalizer(done, FINALIZER);
-      await client.patch(done, mergeFrom(instance));
+      await this.#client.patch(done, mergeFrom(instance));
       return {};
     }
 
     if (!containsFinalizer(instance, FINALIZER)) {
       const withFinalizer = clone(instance);
       addFinalizer(withFinalizer, FINALIZER);
-      await client.patch(withFinalizer, mergeFrom(instance));
+      await this.#client.patch(withFinalizer, mergeFrom(instance));
       // The patch's own event brings the Example back with its finalizer.
       return {};
     }
 
-    const labels = { "app.kubernetes.io/name": "example", "example.com/instance": req.name };
+    const labels = {
+      "app.kubernetes.io/name": "example",
+      "example.com/instance": req.name,
+    };
     const { result } = await createOrUpdate<Deployment>(
-      client,
+      this.#client,
       {
         apiVersion: "apps/v1",
         kind: "Deployment",
@@ -104,7 +111,7 @@ export class ExampleReconciler implements Reconciler {
     );
     if (result !== "unchanged") {
       ctx.log.info("Deployment {name} {result}", { name: req.name, result });
-      this.#recorder.event(instance, "Normal", "Deployed", "Reconcile", `Deployment ${result}`);
+      this.#recorder?.event(instance, "Normal", "Deployed", "Reconcile", `Deployment ${result}`);
     }
 
     const updated = clone(instance);
@@ -115,13 +122,16 @@ export class ExampleReconciler implements Reconciler {
     setStatusCondition(status.conditions, {
       type: "Ready",
       status: "True",
-      reason: "DeploymentReady",
-      message: `Deployment ${req.name} runs ${instance.spec.replicas} replicas`,
+      reason: "DeploymentUpToDate",
+      message: `Deployment ${req.name} asks for ${instance.spec.replicas} replicas`,
       observedGeneration: instance.metadata?.generation,
     });
     if (JSON.stringify(updated.status) !== JSON.stringify(instance.status)) {
-      await client.status().patch(updated, mergeFrom(instance));
-      ctx.log.info("Example {name} is {phase}", { name: req.name, phase: status.phase });
+      await this.#client.status().patch(updated, mergeFrom(instance));
+      ctx.log.info("Example {name} is {phase}", {
+        name: req.name,
+        phase: status.phase,
+      });
     }
     return { requeueAfter: RESYNC_MS };
   }
@@ -129,9 +139,10 @@ export class ExampleReconciler implements Reconciler {
 
 /** Registers the Example controller with the manager: for Examples, owning Deployments. */
 export function setupExampleController(mgr: Manager): void {
+  const recorder = mgr.getEventRecorderFor("example-controller");
   newControllerManagedBy(mgr)
     .for(Example)
     .owns(Deployment)
     .withOptions({ maxConcurrentReconciles: 10 })
-    .complete(new ExampleReconciler(mgr));
+    .complete(new ExampleReconciler(mgr.getClient(), recorder));
 }
