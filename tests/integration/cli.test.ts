@@ -633,7 +633,7 @@ describe("the scaffold's own tests", () => {
       env: { ...process.env, NO_COLOR: "1" },
     });
     assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
-    assert.match(result.stdout, /ok \| 2 passed \(2 steps\) \| 0 failed/);
+    assert.match(result.stdout, /ok \| 2 passed \(3 steps\) \| 0 failed/);
   });
 
   it("pass out of the box with bun run test", { timeout: STEP_TIMEOUT }, async () => {
@@ -642,7 +642,7 @@ describe("the scaffold's own tests", () => {
       cwd: project,
     });
     assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
-    assert.match(result.stderr, /\b2 pass\b/);
+    assert.match(result.stderr, /\b3 pass\b/);
     assert.match(result.stderr, /\b0 fail\b/);
   });
 });
