@@ -28,16 +28,21 @@ export interface CertificatePair {
   key: string;
 }
 
-/** A certificate authority that can sign serving and client certificates. */
+/**
+ * A certificate authority that can sign serving and client certificates. What it signs is valid
+ * for `days` (by default the CA's own validity), from an hour ago, and never outlives the CA.
+ */
 export interface CertificateAuthority extends CertificatePair {
+  /** When the CA's certificate expires. */
+  readonly notAfter: Date;
   /** Signs a serving certificate for the given DNS names and IP addresses. */
-  issueServing(options: { commonName: string; dnsNames?: string[]; ips?: string[] }): Promise<
-    CertificatePair
-  >;
+  issueServing(
+    options: { commonName: string; dnsNames?: string[]; ips?: string[]; days?: number },
+  ): Promise<CertificatePair>;
   /** Signs a client certificate: `commonName` is the user, `organizations` its groups. */
-  issueClient(options: { commonName: string; organizations?: string[] }): Promise<
-    CertificatePair
-  >;
+  issueClient(
+    options: { commonName: string; organizations?: string[]; days?: number },
+  ): Promise<CertificatePair>;
 }
 
 /** A key pair for signing service-account tokens, PEM-encoded. */
@@ -68,10 +73,16 @@ function serialNumber(): string {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-function validity(days: number): { notBefore: Date; notAfter: Date } {
-  // Back-date by an hour so a skewed clock does not reject a certificate made just now.
+function fromPem(text: string): ArrayBuffer {
+  const base64 = text.replace(/-----[A-Z ]+-----/g, "").replace(/\s+/g, "");
+  return Uint8Array.from(atob(base64), (c) => c.charCodeAt(0)).buffer;
+}
+
+/** `days` from an hour ago (a skewed clock still accepts a certificate made just now), cut at `end`. */
+function validity(days: number, end?: Date): { notBefore: Date; notAfter: Date } {
   const notBefore = new Date(Date.now() - 60 * 60 * 1000);
-  return { notBefore, notAfter: new Date(notBefore.getTime() + days * DAY_MS) };
+  const notAfter = notBefore.getTime() + days * DAY_MS;
+  return { notBefore, notAfter: new Date(end ? Math.min(notAfter, end.getTime()) : notAfter) };
 }
 
 /** Generates an ECDSA P-256 key pair for signing service-account tokens. */
@@ -100,10 +111,9 @@ export async function createCertificateAuthority(
   days = 365,
 ): Promise<CertificateAuthority> {
   const caKeys = await generateKeys();
-  const caName = `CN=${commonName}`;
   const caCert = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: serialNumber(),
-    name: caName,
+    name: `CN=${escapeRdn(commonName)}`,
     ...validity(days),
     signingAlgorithm: SIGNING,
     keys: caKeys,
@@ -117,11 +127,44 @@ export async function createCertificateAuthority(
       await x509.SubjectKeyIdentifierExtension.create(caKeys.publicKey),
     ],
   });
+  const pair = { cert: caCert.toString("pem") + "\n", key: await privateKeyPem(caKeys.privateKey) };
+  return authority(caCert, caKeys.privateKey, pair, days);
+}
 
+/**
+ * The CA of `pair` (its certificate and ECDSA P-256 PKCS #8 key, PEM), to sign more with: what it
+ * signs is valid for `days` unless asked otherwise, and never past the CA's own expiry.
+ *
+ * @example
+ * ```ts
+ * import { createCertificateAuthority, loadCertificateAuthority } from "./certs.ts";
+ *
+ * const first = await createCertificateAuthority("webhook-ca");
+ * const again = await loadCertificateAuthority({ cert: first.cert, key: first.key });
+ * const serving = await again.issueServing({ commonName: "svc", dnsNames: ["svc.ns.svc"] });
+ * console.log(serving.cert.startsWith("-----BEGIN CERTIFICATE-----"));
+ * ```
+ */
+export async function loadCertificateAuthority(
+  pair: CertificatePair,
+  days = 365,
+): Promise<CertificateAuthority> {
+  const caCert = new x509.X509Certificate(pair.cert);
+  const key = await crypto.subtle.importKey("pkcs8", fromPem(pair.key), ALGORITHM, true, ["sign"]);
+  return authority(caCert, key, pair, days);
+}
+
+function authority(
+  caCert: X509.X509Certificate,
+  caKey: CryptoKey,
+  pair: CertificatePair,
+  defaultDays: number,
+): CertificateAuthority {
   async function issue(
     subject: string,
     usage: string,
     subjectAltNames: X509.JsonGeneralName[],
+    days: number,
   ): Promise<CertificatePair> {
     const keys = await generateKeys();
     const extensions: X509.Extension[] = [
@@ -141,32 +184,49 @@ export async function createCertificateAuthority(
       serialNumber: serialNumber(),
       subject,
       issuer: caCert.subject,
-      ...validity(days),
+      ...validity(days, caCert.notAfter),
       signingAlgorithm: SIGNING,
       publicKey: keys.publicKey,
-      signingKey: caKeys.privateKey,
+      signingKey: caKey,
       extensions,
     });
     return { cert: cert.toString("pem") + "\n", key: await privateKeyPem(keys.privateKey) };
   }
 
   return {
-    cert: caCert.toString("pem") + "\n",
-    key: await privateKeyPem(caKeys.privateKey),
-    issueServing({ commonName, dnsNames = [], ips = [] }) {
+    cert: pair.cert,
+    key: pair.key,
+    notAfter: caCert.notAfter,
+    issueServing({ commonName, dnsNames = [], ips = [], days = defaultDays }) {
       return issue(`CN=${escapeRdn(commonName)}`, x509.ExtendedKeyUsage.serverAuth, [
         ...dnsNames.map((value) => ({ type: "dns" as const, value })),
         ...ips.map((value) => ({ type: "ip" as const, value })),
-      ]);
+      ], days);
     },
-    issueClient({ commonName, organizations = [] }) {
+    issueClient({ commonName, organizations = [], days = defaultDays }) {
       const subject = [
         `CN=${escapeRdn(commonName)}`,
         ...organizations.map((o) => `O=${escapeRdn(o)}`),
       ].join(", ");
-      return issue(subject, x509.ExtendedKeyUsage.clientAuth, []);
+      return issue(subject, x509.ExtendedKeyUsage.clientAuth, [], days);
     },
   };
+}
+
+/**
+ * When the first certificate in `pem` expires.
+ *
+ * @example
+ * ```ts ignore
+ * import { certificateNotAfter } from "@rudder/operator/webhook";
+ *
+ * console.log(certificateNotAfter(readFileSync("tls.crt", "utf8")).toISOString());
+ * ```
+ */
+export function certificateNotAfter(pem: string): Date {
+  const first = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/);
+  if (!first) throw new Error("no PEM certificate found");
+  return new x509.X509Certificate(first[0]).notAfter;
 }
 
 /** Escapes the characters RFC 4514 reserves in a distinguished-name value. */
