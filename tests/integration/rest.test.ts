@@ -148,6 +148,38 @@ describe("RestClient with the admin's client certificate", () => {
   });
 });
 
+describe("RestClient with a client certificate that rotates", () => {
+  it("connects with the new certificate as soon as the credentials carry it", async () => {
+    const alice = (await env.addUser({ name: "alice" })).auth;
+    const bob = (await env.addUser({ name: "bob" })).auth;
+    let current = alice;
+    // As an exec plugin hands out a renewed certificate: same config, new credentials.
+    const rotating: KubeConfig = {
+      ...config,
+      auth: { credentials: (signal) => current.credentials(signal) },
+    };
+    const client = new RestClient(rotating);
+    const whoami = async () => {
+      const review = await client.request<{ status: { userInfo: { username: string } } }>({
+        method: "POST",
+        path: "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" },
+      });
+      return review.status.userInfo.username;
+    };
+    try {
+      assert.equal(await whoami(), "alice");
+      assert.equal(await whoami(), "alice");
+      current = bob;
+      assert.equal(await whoami(), "bob");
+      current = alice;
+      assert.equal(await whoami(), "alice");
+    } finally {
+      client.close();
+    }
+  });
+});
+
 describe("RestClient with a ServiceAccount token from the TokenRequest API", () => {
   let token = "";
 
