@@ -723,28 +723,29 @@ function lines(...parts: (string | false)[]): string {
   return parts.filter((part) => part !== false).join("\n");
 }
 
-function webhookModule(options: ScaffoldOptions, parts: WebhookParts): string {
+function webhookModule(options: ScaffoldOptions, parts: WebhookParts, apiFile: string): string {
   const { kind, lower } = names(options);
   const what = parts.defaulting && parts.validation
     ? `webhooks: a defaulter (\`spec.replicas\` is 1 unless set) and a validator that caps
- * \`spec.replicas\` at \`MAX_REPLICAS\`. The API server calls them`
+ * \`spec.replicas\` at \`MAX_REPLICAS\`. The API server calls them before it stores a ${kind}.`
     : parts.defaulting
-    ? `webhook: a defaulter (\`spec.replicas\` is 1 unless set). The API server calls it`
+    ? `webhook: a defaulter (\`spec.replicas\` is 1 unless set). The API server calls it
+ * before it stores a ${kind}.`
     : `webhook: a validator that caps \`spec.replicas\` at \`MAX_REPLICAS\`. The API server
- * calls it`;
+ * calls it before it stores a ${kind}.`;
   const imports = parts.validation
     ? "AdmissionDeniedError, newWebhookManagedBy"
     : "newWebhookManagedBy";
   return lines(
     `/**
- * The ${kind} ${what} before it stores a ${kind}.
+ * The ${kind} ${what}
  *
  * @module
  */
 
 import type { Manager } from "@rudder/operator";
 import { ${imports} } from "@rudder/operator/webhook";
-import { ${kind} } from "../api/${lower}.ts";
+import { ${kind} } from "../${apiFile}";
 `,
     parts.validation && `/** The most copies a ${kind} may ask for. */
 export const MAX_REPLICAS = 10;
@@ -781,7 +782,7 @@ export function setup${kind}Webhook(mgr: Manager): void {
   );
 }
 
-function webhookTest(options: ScaffoldOptions, parts: WebhookParts): string {
+function webhookTest(options: ScaffoldOptions, parts: WebhookParts, apiFile: string): string {
   const { kind, lower, apiVersion } = names(options);
   const functions = [
     ...(parts.defaulting ? [`default${kind}`] : []),
@@ -794,7 +795,7 @@ function webhookTest(options: ScaffoldOptions, parts: WebhookParts): string {
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";`,
     parts.validation && `import { AdmissionDeniedError } from "@rudder/operator/webhook";`,
-    `import { ${kind} } from "../api/${lower}.ts";
+    `import { ${kind} } from "../${apiFile}";
 import { ${functions} } from "./${lower}_webhook.ts";
 
 /** A ${kind} with \`spec\`, its schema's defaults applied. */
@@ -840,19 +841,20 @@ describe("the ${kind} webhooks", () => {`,
 /**
  * A kind's webhook module (`webhooks/<kind>_webhook.ts`, which exports `setup<Kind>Webhook`) and
  * its unit test, with the webhooks `parts` asks for. `rudder init --webhooks` writes both; so
- * does `rudder create webhook`.
+ * does `rudder create webhook`. They import the kind from `apiFile` (relative to the project).
  */
 export function webhookFiles(
   options: ScaffoldOptions,
   parts: WebhookParts = BOTH_WEBHOOKS,
+  apiFile: string = names(options).apiFile,
 ): Map<string, string> {
   if (!parts.defaulting && !parts.validation) {
     throw new Error("a webhook module needs a defaulter, a validator or both");
   }
   const n = names(options);
   return new Map([
-    [n.webhookFile, webhookModule(options, parts)],
-    [n.webhookTestFile, webhookTest(options, parts)],
+    [n.webhookFile, webhookModule(options, parts, apiFile)],
+    [n.webhookTestFile, webhookTest(options, parts, apiFile)],
   ]);
 }
 
