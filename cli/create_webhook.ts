@@ -70,24 +70,6 @@ function functionEnd(lines: string[], from: number): number {
  * `ENABLE_WEBHOOKS` switch, the `webhookCertificates` option and `setup(mgr, { webhooks })`.
  * Idempotent. Throws a {@linkcode MainModuleError} naming `file` when a spot it needs is not
  * there.
- *
- * @example
- * ```ts
- * import { registerWebhook } from "@rudder/operator/cli";
- *
- * const main = [
- *   'import { Manager } from "@rudder/operator";',
- *   'import { setupAController } from "./controllers/a_controller.ts";',
- *   "",
- *   "export function setup(mgr: Manager, options: { webhooks?: boolean } = {}): void {",
- *   "  setupAController(mgr);",
- *   "}",
- *   "",
- * ].join("\n");
- * console.log(registerWebhook(main, "A", "webhooks/a_webhook.ts"));
- * // … import { setupAWebhook } from "./webhooks/a_webhook.ts"; …
- * //   if (options.webhooks ?? true) setupAWebhook(mgr);
- * ```
  */
 export function registerWebhook(
   main: string,
@@ -367,7 +349,7 @@ export function runCreateWebhook(
   const shown = relative(io.cwd, dir) || ".";
   io.err(
     [
-      `Added ${what} webhooks for ${kind} (${target.group}/${target.version}) to ${settings.name} (${shown}).`,
+      `Added ${what} for ${kind} (${target.group}/${target.version}) to ${settings.name} (${shown}).`,
       "Next:",
       `  edit ${webhookFile} (${edit})`,
       "  deno task test",
