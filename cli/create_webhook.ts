@@ -16,7 +16,12 @@ import { dirname, join, relative } from "node:path";
 import { booleanFlag, type CommandIO, type ParsedArgs, stringFlag, UsageError } from "./args.ts";
 import { type ExistingKind, existingKinds } from "./create.ts";
 import { type ProjectSettings, SETTINGS_FILE } from "./project.ts";
-import { WEBHOOK_PERMISSIONS, webhookFiles, type WebhookParts } from "./templates.ts";
+import {
+  importStatement,
+  WEBHOOK_PERMISSIONS,
+  webhookFiles,
+  type WebhookParts,
+} from "./templates.ts";
 
 /** Where a project's webhook modules live, relative to it. */
 const WEBHOOKS_DIR = "webhooks";
@@ -160,7 +165,7 @@ export function registerWebhook(
     const peer = (dir: string) =>
       imports.filter(({ specifier }) => specifier.startsWith(`./${dir}/`)).at(-1);
     const at = (peer(WEBHOOKS_DIR) ?? peer("controllers") ?? imports.at(-1)!).index;
-    lines.splice(at + 1, 0, `import { ${call} } from "./${webhookFile}";`);
+    lines.splice(at + 1, 0, ...importStatement([call], `./${webhookFile}`).split("\n"));
 
     const start = lines.findIndex((line) => /^export (async )?function setup\(/.test(line));
     const end = functionEnd(lines, start);

@@ -416,7 +416,7 @@ import { describeError } from "@rudder/operator/manager";${
   }
 import { setup${kind}Controller } from "./controllers/${lower}_controller.ts";${
     options.webhooks
-      ? `\nimport { setup${kind}Webhook } from "./webhooks/${lower}_webhook.ts";`
+      ? `\n${importStatement([`setup${kind}Webhook`], `./webhooks/${lower}_webhook.ts`)}`
       : ""
   }
 
@@ -718,9 +718,31 @@ export interface WebhookParts {
 
 const BOTH_WEBHOOKS: WebhookParts = { defaulting: true, validation: true };
 
+/** Deno fmt's line width in a scaffold (its deno.json's `fmt.lineWidth`). */
+const LINE_WIDTH = 100;
+
+/** `single` if each of its lines fits the line width, else `wrapped`: what deno fmt picks. */
+function fit(single: string, wrapped: string): string {
+  return single.split("\n").every((line) => line.length <= LINE_WIDTH) ? single : wrapped;
+}
+
+/** An import statement as deno fmt writes it: on one line if it fits, else a name per line. */
+export function importStatement(names: string[], from: string): string {
+  return fit(
+    `import { ${names.join(", ")} } from "${from}";`,
+    ["import {", ...names.map((name) => `  ${name},`), `} from "${from}";`].join("\n"),
+  );
+}
+
 /** Lines joined, leaving out those given as `false`. */
 function lines(...parts: (string | false)[]): string {
   return parts.filter((part) => part !== false).join("\n");
+}
+
+/** An arrow function on one line if it fits, else its body on the next, indented. */
+function arrow(head: string, body: string): string {
+  const indent = head.match(/^\s*/)![0];
+  return fit(`${head} ${body}`, `${head}\n${indent}  ${body}`);
 }
 
 function webhookModule(options: ScaffoldOptions, parts: WebhookParts, apiFile: string): string {
@@ -745,19 +767,29 @@ function webhookModule(options: ScaffoldOptions, parts: WebhookParts, apiFile: s
 
 import type { Manager } from "@rudder/operator";
 import { ${imports} } from "@rudder/operator/webhook";
-import { ${kind} } from "../${apiFile}";
+${importStatement([kind], `../${apiFile}`)}
 `,
     parts.validation && `/** The most copies a ${kind} may ask for. */
 export const MAX_REPLICAS = 10;
 `,
     parts.defaulting && `/** Sets what a ${kind} leaves out: \`spec.replicas\` is 1 unless set. */
-export function default${kind}(${lower}: ${kind}): void {
+${
+      fit(
+        `export function default${kind}(${lower}: ${kind}): void {`,
+        `export function default${kind}(\n  ${lower}: ${kind},\n): void {`,
+      )
+    }
   ${lower}.spec.replicas ??= 1;
 }
 `,
     parts.validation &&
       `/** Refuses a ${kind} that asks for more than \`MAX_REPLICAS\` copies; returns its warnings. */
-export function validate${kind}(${lower}: ${kind}): string[] {
+${
+        fit(
+          `export function validate${kind}(${lower}: ${kind}): string[] {`,
+          `export function validate${kind}(\n  ${lower}: ${kind},\n): string[] {`,
+        )
+      }
   const replicas = ${lower}.spec.replicas ?? 1;
   if (replicas > MAX_REPLICAS) {
     throw new AdmissionDeniedError(
@@ -772,10 +804,11 @@ export function validate${kind}(${lower}: ${kind}): string[] {
 export function setup${kind}Webhook(mgr: Manager): void {
   newWebhookManagedBy(mgr).for(${kind})`,
     parts.defaulting && `    .withDefaulter(default${kind})`,
-    parts.validation && `    .withValidator({
-      validateCreate: (${lower}) => validate${kind}(${lower}),
-      validateUpdate: (_old, ${lower}) => validate${kind}(${lower}),
-    })`,
+    parts.validation && "    .withValidator({",
+    parts.validation && arrow(`      validateCreate: (${lower}) =>`, `validate${kind}(${lower}),`),
+    parts.validation &&
+      arrow(`      validateUpdate: (_old, ${lower}) =>`, `validate${kind}(${lower}),`),
+    parts.validation && "    })",
     `    .complete();
 }
 `,
@@ -787,7 +820,7 @@ function webhookTest(options: ScaffoldOptions, parts: WebhookParts, apiFile: str
   const functions = [
     ...(parts.defaulting ? [`default${kind}`] : []),
     ...(parts.validation ? ["MAX_REPLICAS", `validate${kind}`] : []),
-  ].join(", ");
+  ];
   return lines(
     `// The ${kind} webhooks, tested as plain functions: they need no server. (The manager serves
 // them, and \`rudder manifests\` writes the configurations that send the API server's admission
@@ -795,8 +828,8 @@ function webhookTest(options: ScaffoldOptions, parts: WebhookParts, apiFile: str
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";`,
     parts.validation && `import { AdmissionDeniedError } from "@rudder/operator/webhook";`,
-    `import { ${kind} } from "../${apiFile}";
-import { ${functions} } from "./${lower}_webhook.ts";
+    importStatement([kind], `../${apiFile}`),
+    `${importStatement(functions, `./${lower}_webhook.ts`)}
 
 /** A ${kind} with \`spec\`, its schema's defaults applied. */
 function sample(spec: Record<string, unknown> = {}): ${kind} {
@@ -819,12 +852,17 @@ describe("the ${kind} webhooks", () => {`,
   });`,
     parts.defaulting && parts.validation && "",
     parts.validation && `  it("accept up to MAX_REPLICAS copies", () => {
-    assert.deepEqual(validate${kind}(sample({ replicas: MAX_REPLICAS })), []);
+${
+      fit(
+        `    assert.deepEqual(validate${kind}(sample({ replicas: MAX_REPLICAS })), []);`,
+        `    assert.deepEqual(\n      validate${kind}(sample({ replicas: MAX_REPLICAS })),\n      [],\n    );`,
+      )
+    }
   });
 
   it("refuse more than MAX_REPLICAS copies as 422 Invalid", () => {
     assert.throws(
-      () => validate${kind}(sample({ replicas: MAX_REPLICAS + 1 })),
+${arrow("      () =>", `validate${kind}(sample({ replicas: MAX_REPLICAS + 1 })),`)}
       (err) => {
         assert.ok(err instanceof AdmissionDeniedError);
         assert.equal(err.code, 422);

@@ -16,6 +16,7 @@ import {
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import process from "node:process";
+import { spawnSync } from "node:child_process";
 import {
   registerWebhook,
   withReplicasField,
@@ -23,7 +24,8 @@ import {
 } from "../../cli/create_webhook.ts";
 import { DEPENDENCY_VERSIONS } from "../../cli/init.ts";
 import { main } from "../../cli/main.ts";
-import { scaffold, type ScaffoldOptions } from "../../cli/templates.ts";
+import { runtimeExecutable } from "../../cli/project.ts";
+import { scaffold, type ScaffoldOptions, webhookFiles } from "../../cli/templates.ts";
 
 const base: ScaffoldOptions = {
   name: "memcached-operator",
@@ -360,4 +362,47 @@ describe("withReplicasField and withWebhookPermissions", () => {
       /^Error: api\/a\.ts: A's spec is not a `spec: z\.object\(\{ … \}\),`/,
     );
   });
+});
+
+describe("the webhook files", () => {
+  it(
+    "are as deno fmt writes them, for short and long kinds and every choice of webhooks",
+    { timeout: 120_000 },
+    () => {
+      const dir = join(scratch, "fmt");
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, "deno.json"), JSON.stringify({ fmt: { lineWidth: 100 } }));
+      const choices = [
+        { defaulting: true, validation: true },
+        { defaulting: true, validation: false },
+        { defaulting: false, validation: true },
+      ];
+      let n = 0;
+      for (const kind of ["Memcached", "CertificateSigningRequestPolicy", "A".repeat(40)]) {
+        for (const parts of choices) {
+          for (const [path, content] of webhookFiles({ ...base, kind }, parts)) {
+            writeFileSync(join(dir, `${n++}_${path.replace(/\//g, "_")}`), content);
+          }
+        }
+      }
+      const plain = scaffold(base, DEPENDENCY_VERSIONS).get("main.ts")!;
+      writeFileSync(
+        join(dir, "main.ts"),
+        registerWebhook(
+          registerWebhook(plain, "Memcached", "webhooks/memcached_webhook.ts"),
+          "MemcachedBackupScheduleWithAVeryLongName",
+          "webhooks/memcachedbackupschedulewithaverylongname_webhook.ts",
+        ),
+      );
+      const deno = runtimeExecutable("deno", process.env);
+      const files = readdirSync(dir).filter((file) => file.endsWith(".ts"));
+      assert.equal(files.length, 19);
+      const result = spawnSync(deno, ["fmt", "--check", ...files], { cwd: dir, encoding: "utf8" });
+      assert.equal(result.status, 0, `${result.stdout}\n${result.stderr}`);
+      assert.match(
+        readFileSync(join(dir, "main.ts"), "utf8"),
+        /^import \{\n {2}setupMemcachedBackupScheduleWithAVeryLongNameWebhook,\n\} from /m,
+      );
+    },
+  );
 });
