@@ -82,21 +82,19 @@ export function registerWebhook(
   webhookFile: string,
   file = "main.ts",
 ): string {
-  const fail = (missing: string): never => {
-    throw new MainModuleError(file, missing, kind, webhookFile);
-  };
+  const lacking = (missing: string) => new MainModuleError(file, missing, kind, webhookFile);
   const call = `setup${kind}Webhook`;
   const lines = main.split("\n");
 
   // setup(mgr, options): its parameter says whether to register the webhooks.
   const setupStart = lines.findIndex((line) => /^export (async )?function setup\(/.test(line));
-  if (setupStart < 0) fail("no `export function setup(mgr: Manager): void {` line");
+  if (setupStart < 0) throw lacking("no `export function setup(mgr: Manager): void {` line");
   const signature = lines[setupStart].match(/^(export (?:async )?function setup\()(.*)(\).*\{)$/);
-  if (!signature) fail("the signature of setup() is not on one line");
-  const [, head, params, tail] = signature!;
+  if (!signature) throw lacking("the signature of setup() is not on one line");
+  const [, head, params, tail] = signature;
   if (!/\boptions: \{ webhooks\?: boolean \}/.test(params)) {
     if (!/^mgr: Manager$/.test(params)) {
-      fail(`setup(${params}) is not setup(mgr: Manager), to add \`options\` to`);
+      throw lacking(`setup(${params}) is not setup(mgr: Manager), to add \`options\` to`);
     }
     lines[setupStart] = `${head}mgr: Manager, options: { webhooks?: boolean } = {}${tail}`;
     // The doc comment init --webhooks writes.
@@ -112,18 +110,20 @@ export function registerWebhook(
   const createStart = lines.findIndex((line) =>
     /^export (async )?function createManager\(/.test(line)
   );
-  if (createStart < 0) fail("no `export function createManager(…)` to switch the webhooks in");
+  if (createStart < 0) {
+    throw lacking("no `export function createManager(…)` to switch the webhooks in");
+  }
   const createEnd = functionEnd(lines, createStart);
-  if (createEnd < 0) fail("cannot find the end of createManager()");
+  if (createEnd < 0) throw lacking("cannot find the end of createManager()");
   const body = lines.slice(createStart, createEnd);
   if (!body.some((line) => line.includes("ENABLE_WEBHOOKS"))) {
     if (!lines[createStart].endsWith("{")) {
-      fail("the signature of createManager() is not on one line");
+      throw lacking("the signature of createManager() is not on one line");
     }
     const managerAt = body.findIndex((line) => /^\s*const mgr = new Manager\(\{$/.test(line));
-    if (managerAt < 0) fail("createManager() has no `const mgr = new Manager({` line");
+    if (managerAt < 0) throw lacking("createManager() has no `const mgr = new Manager({` line");
     const setupAt = body.findIndex((line) => /^\s*setup\(mgr\);$/.test(line));
-    if (setupAt < 0) fail("createManager() has no `setup(mgr);` line");
+    if (setupAt < 0) throw lacking("createManager() has no `setup(mgr);` line");
     // Bottom up, so that each index still holds when it is used.
     lines[createStart + setupAt] = lines[createStart + setupAt].replace(
       "setup(mgr);",
@@ -139,10 +139,15 @@ export function registerWebhook(
   }
 
   // Imports: webhookCertificatesFromEnv after the packages', the set-up after its peers'.
-  if (importLines(lines).length === 0) fail("no import to add the webhook's after");
-  if (!/^import \{[^}]*\bwebhookCertificatesFromEnv\b[^}]*\} from /m.test(main)) {
+  /** The line of the last import whose specifier passes `test`, else of the last import. */
+  const importAfter = (test: (specifier: string) => boolean): number => {
     const imports = importLines(lines);
-    const fromWebhook = imports.find(({ index, specifier }) =>
+    const last = imports.findLast(({ specifier }) => test(specifier)) ?? imports.at(-1);
+    if (!last) throw lacking("no import to add the webhook's after");
+    return last.index;
+  };
+  if (!/^import \{[^}]*\bwebhookCertificatesFromEnv\b[^}]*\} from /m.test(main)) {
+    const fromWebhook = importLines(lines).find(({ index, specifier }) =>
       specifier === WEBHOOK_MODULE && /^import \{ [^}]+ \} from /.test(lines[index])
     );
     if (fromWebhook) {
@@ -155,26 +160,26 @@ export function registerWebhook(
         },
       );
     } else {
-      const packages = imports.filter(({ specifier }) => !specifier.startsWith("."));
-      const at = (packages.at(-1) ?? imports.at(-1)!).index;
+      const at = importAfter((specifier) => !specifier.startsWith("."));
       lines.splice(at + 1, 0, `import { webhookCertificatesFromEnv } from "${WEBHOOK_MODULE}";`);
     }
   }
   if (!lines.some((line) => line.includes(`${call}(`))) {
-    const imports = importLines(lines);
-    const peer = (dir: string) =>
-      imports.filter(({ specifier }) => specifier.startsWith(`./${dir}/`)).at(-1);
-    const at = (peer(WEBHOOKS_DIR) ?? peer("controllers") ?? imports.at(-1)!).index;
+    const peers = importLines(lines).map(({ specifier }) => specifier);
+    const dir = [WEBHOOKS_DIR, "controllers"].find((dir) =>
+      peers.some((specifier) => specifier.startsWith(`./${dir}/`))
+    );
+    const at = importAfter((specifier) => dir !== undefined && specifier.startsWith(`./${dir}/`));
     lines.splice(at + 1, 0, ...importStatement([call], `./${webhookFile}`).split("\n"));
 
     const start = lines.findIndex((line) => /^export (async )?function setup\(/.test(line));
     const end = functionEnd(lines, start);
-    if (end < 0) fail("cannot find the end of setup()");
+    if (end < 0) throw lacking("cannot find the end of setup()");
     const lastOf = (pattern: RegExp) =>
       lines.findLastIndex((line, i) => i > start && i < end && pattern.test(line));
     const webhook = lastOf(/^\s+.*\bsetup\w+Webhook\(mgr\);$/);
     const last = webhook >= 0 ? webhook : lastOf(/^\s+setup\w*Controller\(/);
-    const indent = last >= 0 ? lines[last].match(/^\s*/)![0] : "  ";
+    const indent = last >= 0 ? lines[last].replace(/\S.*$/, "") : "  ";
     lines.splice(
       last >= 0 ? last + 1 : end,
       0,
@@ -217,7 +222,7 @@ export function withReplicasField(
   const specAt = lines.findIndex((line, i) =>
     i > start && i < end && /^\s*spec: z\.object\(\{$/.test(line)
   );
-  const indent = specAt >= 0 ? lines[specAt].match(/^\s*/)![0] : "";
+  const indent = specAt >= 0 ? lines[specAt].replace(/\S.*$/, "") : "";
   const specEnd = lines.findIndex((line, i) => i > specAt && line === `${indent}}),`);
   if (specAt < 0 || specEnd < 0 || specEnd > end) {
     throw new Error(
@@ -236,7 +241,12 @@ export function withReplicasField(
 }
 
 /** The permission lists of `rudder.json` a webhook server needs. */
-type PermissionLists = { net?: unknown; read?: unknown; env?: unknown; [key: string]: unknown };
+export type PermissionLists = {
+  net?: unknown;
+  read?: unknown;
+  env?: unknown;
+  [key: string]: unknown;
+};
 
 /**
  * `rudder.json`'s `permissions` with what the webhook server needs (its port, its certificate
