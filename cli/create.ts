@@ -41,27 +41,25 @@ export const createSpec: CommandSpec = {
     kind: {
       type: "string",
       value: "<Kind>",
-      description: "Kind of the new custom resource, or of the one to add webhooks for (required).",
+      description: "Kind of the new resource, or of the one to give webhooks (required).",
     },
     version: {
       type: "string",
       value: "<version>",
-      description: "api: its API version (default: the first resource's, or v1alpha1). " +
-        "webhook: picks the kind's version.",
+      description: "api: its version (default: the first kind's); webhook: the kind's.",
     },
     group: {
       type: "string",
       value: "<group>",
-      description: "api: its API group (default: the first resource's). webhook: picks the kind's.",
+      description: "api: its API group (default: the first kind's); webhook: the kind's.",
     },
     defaulting: {
       type: "boolean",
-      description:
-        "webhook: a defaulting (mutating) webhook. With neither this nor --validation, both.",
+      description: "webhook: a defaulting (mutating) webhook (neither flag: both).",
     },
     validation: {
       type: "boolean",
-      description: "webhook: a validating webhook. With neither this nor --defaulting, both.",
+      description: "webhook: a validating webhook (neither flag: both).",
     },
     dir: {
       type: "string",
@@ -70,13 +68,14 @@ export const createSpec: CommandSpec = {
     },
     force: {
       type: "boolean",
-      description: "Overwrite the kind's files (api) or its webhook module and test (webhook).",
+      description: "Overwrite the files it writes if they exist.",
     },
   },
   details: [
-    "Writes api/<kind>.ts, controllers/<kind>_controller.ts and its test, and a sample under",
-    "config/samples/; lists the api module in rudder.json and calls setup<Kind>Controller(mgr)",
-    "in main.ts's setup. Run `rudder manifests` afterwards for its CRD and RBAC.",
+    "create api: writes api/<kind>.ts, controllers/<kind>_controller.ts and its test, and a",
+    "sample under config/samples/; lists the api module in rudder.json and calls",
+    "setup<Kind>Controller(mgr) in main.ts's setup. `rudder manifests` then writes its CRD and",
+    "RBAC.",
     "",
     "create webhook: for a kind the project has (from init or create api), writes",
     "webhooks/<kind>_webhook.ts (a defaulter and/or a validator) and its test, and calls",
