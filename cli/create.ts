@@ -4,7 +4,8 @@
  * `controllers/<kind>_controller.ts` and its test, a sample object under `config/samples/`,
  * lists the api module in `rudder.json`, and registers the controller in `main.ts`'s `setup`.
  * The existing tests' local control planes are given the new CRD, since the operator they start
- * now watches the new kind too.
+ * now watches the new kind too. `rudder create webhook --kind <Kind>` adds admission webhooks
+ * for a kind the project has (kubebuilder's `create webhook`; see `create_webhook.ts`).
  *
  * @module
  */
@@ -19,6 +20,7 @@ import {
   stringFlag,
   UsageError,
 } from "./args.ts";
+import { runCreateWebhook } from "./create_webhook.ts";
 import { validateScaffoldOptions } from "./init.ts";
 import { findProjectDir, loadProject, SETTINGS_FILE } from "./project.ts";
 import {
@@ -33,23 +35,31 @@ import {
 /** `rudder create`. */
 export const createSpec: CommandSpec = {
   name: "create",
-  summary: "add a resource and its controller to the project (create api)",
-  positionals: ["<api>"],
+  summary: "add a resource and its controller (create api) or a kind's webhooks (create webhook)",
+  positionals: ["<api|webhook>"],
   flags: {
     kind: {
       type: "string",
       value: "<Kind>",
-      description: "Kind of the new custom resource, UpperCamelCase (required).",
+      description: "Kind of the new resource, or of the one to give webhooks (required).",
     },
     version: {
       type: "string",
       value: "<version>",
-      description: "Its API version (default: that of the project's first resource, or v1alpha1).",
+      description: "api: its version (default: the first kind's); webhook: the kind's.",
     },
     group: {
       type: "string",
       value: "<group>",
-      description: "Its API group (default: that of the project's first resource).",
+      description: "api: its API group (default: the first kind's); webhook: the kind's.",
+    },
+    defaulting: {
+      type: "boolean",
+      description: "webhook: a defaulting (mutating) webhook (neither flag: both).",
+    },
+    validation: {
+      type: "boolean",
+      description: "webhook: a validating webhook (neither flag: both).",
     },
     dir: {
       type: "string",
@@ -58,17 +68,27 @@ export const createSpec: CommandSpec = {
     },
     force: {
       type: "boolean",
-      description: "Overwrite the kind's files if they exist.",
+      description: "Overwrite the files it writes if they exist.",
     },
   },
   details: [
-    "Writes api/<kind>.ts, controllers/<kind>_controller.ts and its test, and a sample under",
-    "config/samples/; lists the api module in rudder.json and calls setup<Kind>Controller(mgr)",
-    "in main.ts's setup. Run `rudder manifests` afterwards for its CRD and RBAC.",
+    "create api: writes api/<kind>.ts, controllers/<kind>_controller.ts and its test, and a",
+    "sample under config/samples/; lists the api module in rudder.json and calls",
+    "setup<Kind>Controller(mgr) in main.ts's setup. `rudder manifests` then writes its CRD and",
+    "RBAC.",
+    "",
+    "create webhook: for a kind the project has (from init or create api), writes",
+    "webhooks/<kind>_webhook.ts (a defaulter and/or a validator) and its test, and calls",
+    "setup<Kind>Webhook(mgr) in main.ts's setup. A project without webhooks yet gets what",
+    "`rudder init --webhooks` writes: ENABLE_WEBHOOKS and the webhook certificate in main.ts, the",
+    "webhook server's permissions in rudder.json, and the kind's spec.replicas, which the",
+    "webhooks default and check. `rudder manifests` then writes their webhook configurations.",
   ],
   examples: [
     "rudder create api --kind MemcachedBackup",
     "rudder create api --group batch.example.com --version v1 --kind CronJob",
+    "rudder create webhook --kind MemcachedBackup",
+    "rudder create webhook --kind CronJob --validation",
   ],
 };
 
@@ -126,18 +146,29 @@ export function registerController(main: string, kind: string, controllerFile: s
   return lines.join("\n");
 }
 
-/** Runs `rudder create api`. */
+/** Runs `rudder create api` or `rudder create webhook`. */
 export function runCreate(args: string[], io: CommandIO): number {
   const parsed = parseCommandArgs(createSpec, args);
   if (!parsed) return 0;
   const what = parsed.positionals[0];
-  if (what !== "api") {
-    throw new UsageError(`unknown resource "${what}": rudder create api --kind <Kind>`, "create");
+  if (what !== "api" && what !== "webhook") {
+    throw new UsageError(
+      `unknown resource "${what}": rudder create api|webhook --kind <Kind>`,
+      "create",
+    );
   }
   const kind = stringFlag(parsed, "kind");
   if (kind === undefined) throw new UsageError("--kind is required", "create");
+  if (what === "api") {
+    for (const flag of ["defaulting", "validation"]) {
+      if (booleanFlag(parsed, flag)) {
+        throw new UsageError(`--${flag} is for create webhook, not create api`, "create");
+      }
+    }
+  }
   const dirFlag = stringFlag(parsed, "dir");
   const settings = loadProject(dirFlag ? resolve(io.cwd, dirFlag) : findProjectDir(io.cwd));
+  if (what === "webhook") return runCreateWebhook(parsed, settings, io);
   const dir = settings.dir;
   const kinds = existingKinds(dir, settings.api);
   if (kinds.some((existing) => existing.kind === kind)) {

@@ -10,7 +10,8 @@
  * | command     | what it does                                                   |
  * | ----------- | -------------------------------------------------------------- |
  * | `init`      | a new operator project (`--local <checkout>`: no registry)     |
- * | `create`    | `create api --kind <Kind>`: a resource and its controller      |
+ * | `create`    | `create api --kind <Kind>`: a resource and its controller;     |
+ * |             | `create webhook --kind <Kind>`: its admission webhooks         |
  * | `manifests` | CRDs, least-privilege RBAC, Deployment, kustomization.yaml     |
  * | `build`     | `deno compile` (narrow permissions) or `bun build --compile`;  |
  * |             | `--image`: an OCI image, pushed or saved, no Docker daemon     |

@@ -102,6 +102,7 @@ function names(options: ScaffoldOptions) {
     controllerFile: `controllers/${lower}_controller.ts`,
     testFile: `controllers/${lower}_controller_test.ts`,
     webhookFile: `webhooks/${lower}_webhook.ts`,
+    webhookTestFile: `webhooks/${lower}_webhook_test.ts`,
   };
 }
 
@@ -214,6 +215,30 @@ function tsconfigJson(options: ScaffoldOptions): string {
   });
 }
 
+/**
+ * The Deno permissions the webhook server needs, in `rudder.json`'s `permissions`: its port and
+ * the loopback server its connections are forwarded to, its certificate directory, and the
+ * environment `main.ts` and `webhookCertificatesFromEnv` read.
+ */
+export const WEBHOOK_PERMISSIONS: {
+  readonly net: readonly string[];
+  readonly read: readonly string[];
+  readonly env: readonly string[];
+} = {
+  net: ["0.0.0.0:9443", "127.0.0.1"],
+  read: ["/tmp/k8s-webhook-server/serving-certs"],
+  env: [
+    "ENABLE_WEBHOOKS",
+    "TMPDIR",
+    "WEBHOOK_CERT_NAMESPACE",
+    "WEBHOOK_CERT_SECRET",
+    "WEBHOOK_CONVERSION_CRDS",
+    "WEBHOOK_MUTATING_CONFIGURATIONS",
+    "WEBHOOK_SERVICE",
+    "WEBHOOK_VALIDATING_CONFIGURATIONS",
+  ],
+};
+
 function rudderJson(options: ScaffoldOptions): string {
   const n = names(options);
   return json({
@@ -229,21 +254,9 @@ function rudderJson(options: ScaffoldOptions): string {
     permissions: options.webhooks
       ? {
         apiServers: [],
-        // The webhook server: its port, and the loopback server its connections are forwarded to.
-        net: ["0.0.0.0:9443", "127.0.0.1"],
-        read: ["/tmp/k8s-webhook-server/serving-certs"],
-        env: [
-          "ENABLE_WEBHOOKS",
-          "LOG_FORMAT",
-          "METRICS_SERVING",
-          "TMPDIR",
-          "WEBHOOK_CERT_NAMESPACE",
-          "WEBHOOK_CERT_SECRET",
-          "WEBHOOK_CONVERSION_CRDS",
-          "WEBHOOK_MUTATING_CONFIGURATIONS",
-          "WEBHOOK_SERVICE",
-          "WEBHOOK_VALIDATING_CONFIGURATIONS",
-        ],
+        net: [...WEBHOOK_PERMISSIONS.net],
+        read: [...WEBHOOK_PERMISSIONS.read],
+        env: [...new Set(["LOG_FORMAT", "METRICS_SERVING", ...WEBHOOK_PERMISSIONS.env])].sort(),
       }
       : { apiServers: [], net: [], read: [], env: ["LOG_FORMAT", "METRICS_SERVING"] },
   });
@@ -475,7 +488,7 @@ import { describeError } from "@rudder/operator/manager";${
   }
 import { setup${kind}Controller } from "./controllers/${lower}_controller.ts";${
     options.webhooks
-      ? `\nimport { setup${kind}Webhook } from "./webhooks/${lower}_webhook.ts";`
+      ? `\n${importStatement([`setup${kind}Webhook`], `./webhooks/${lower}_webhook.ts`)}`
       : ""
   }
 
@@ -820,23 +833,88 @@ ClusterRole \`${options.name}-metrics-reader\`. \`deno task dev\` serves them ov
 `;
 }
 
-function webhookModule(options: ScaffoldOptions): string {
+/** Which admission webhooks a kind gets: a defaulter (mutating), a validator, or both. */
+export interface WebhookParts {
+  /** A defaulter: `spec.replicas` is 1 unless set. */
+  defaulting: boolean;
+  /** A validator: `spec.replicas` is at most `MAX_REPLICAS`. */
+  validation: boolean;
+}
+
+const BOTH_WEBHOOKS: WebhookParts = { defaulting: true, validation: true };
+
+/** Deno fmt's line width in a scaffold (its deno.json's `fmt.lineWidth`). */
+const LINE_WIDTH = 100;
+
+/** `single` if each of its lines fits the line width, else `wrapped`: what deno fmt picks. */
+function fit(single: string, wrapped: string): string {
+  return single.split("\n").every((line) => line.length <= LINE_WIDTH) ? single : wrapped;
+}
+
+/** An import statement as deno fmt writes it: on one line if it fits, else a name per line. */
+export function importStatement(names: string[], from: string): string {
+  return fit(
+    `import { ${names.join(", ")} } from "${from}";`,
+    ["import {", ...names.map((name) => `  ${name},`), `} from "${from}";`].join("\n"),
+  );
+}
+
+/** Lines joined, leaving out those given as `false`. */
+function lines(...parts: (string | false)[]): string {
+  return parts.filter((part) => part !== false).join("\n");
+}
+
+/** An arrow function on one line if it fits, else its body on the next, indented. */
+function arrow(head: string, body: string): string {
+  const indent = head.match(/^\s*/)![0];
+  return fit(`${head} ${body}`, `${head}\n${indent}  ${body}`);
+}
+
+function webhookModule(options: ScaffoldOptions, parts: WebhookParts, apiFile: string): string {
   const { kind, lower } = names(options);
-  return `/**
- * The ${kind} webhooks: a defaulter (\`spec.replicas\` is 1 unless set) and a validator that caps
- * \`spec.replicas\` at \`MAX_REPLICAS\`. The API server calls them before it stores a ${kind}.
+  const what = parts.defaulting && parts.validation
+    ? `webhooks: a defaulter (\`spec.replicas\` is 1 unless set) and a validator that caps
+ * \`spec.replicas\` at \`MAX_REPLICAS\`. The API server calls them before it stores a ${kind}.`
+    : parts.defaulting
+    ? `webhook: a defaulter (\`spec.replicas\` is 1 unless set). The API server calls it
+ * before it stores a ${kind}.`
+    : `webhook: a validator that caps \`spec.replicas\` at \`MAX_REPLICAS\`. The API server
+ * calls it before it stores a ${kind}.`;
+  const imports = parts.validation
+    ? "AdmissionDeniedError, newWebhookManagedBy"
+    : "newWebhookManagedBy";
+  return lines(
+    `/**
+ * The ${kind} ${what}
  *
  * @module
  */
 
 import type { Manager } from "@rudder/operator";
-import { AdmissionDeniedError, newWebhookManagedBy } from "@rudder/operator/webhook";
-import { ${kind} } from "../api/${lower}.ts";
-
-/** The most copies a ${kind} may ask for. */
+import { ${imports} } from "@rudder/operator/webhook";
+${importStatement([kind], `../${apiFile}`)}
+`,
+    parts.validation && `/** The most copies a ${kind} may ask for. */
 export const MAX_REPLICAS = 10;
-
-function validate(${lower}: ${kind}): string[] {
+`,
+    parts.defaulting && `/** Sets what a ${kind} leaves out: \`spec.replicas\` is 1 unless set. */
+${
+      fit(
+        `export function default${kind}(${lower}: ${kind}): void {`,
+        `export function default${kind}(\n  ${lower}: ${kind},\n): void {`,
+      )
+    }
+  ${lower}.spec.replicas ??= 1;
+}
+`,
+    parts.validation &&
+      `/** Refuses a ${kind} that asks for more than \`MAX_REPLICAS\` copies; returns its warnings. */
+${
+        fit(
+          `export function validate${kind}(${lower}: ${kind}): string[] {`,
+          `export function validate${kind}(\n  ${lower}: ${kind},\n): string[] {`,
+        )
+      }
   const replicas = ${lower}.spec.replicas ?? 1;
   if (replicas > MAX_REPLICAS) {
     throw new AdmissionDeniedError(
@@ -846,20 +924,101 @@ function validate(${lower}: ${kind}): string[] {
   }
   return [];
 }
-
-/** Registers the ${kind} webhooks with the manager's webhook server. */
+`,
+    `/** Registers the ${kind} webhooks with the manager's webhook server. */
 export function setup${kind}Webhook(mgr: Manager): void {
-  newWebhookManagedBy(mgr).for(${kind})
-    .withDefaulter((${lower}) => {
-      ${lower}.spec.replicas ??= 1;
-    })
-    .withValidator({
-      validateCreate: (${lower}) => validate(${lower}),
-      validateUpdate: (_old, ${lower}) => validate(${lower}),
-    })
-    .complete();
+  newWebhookManagedBy(mgr).for(${kind})`,
+    parts.defaulting && `    .withDefaulter(default${kind})`,
+    parts.validation && "    .withValidator({",
+    parts.validation && arrow(`      validateCreate: (${lower}) =>`, `validate${kind}(${lower}),`),
+    parts.validation &&
+      arrow(`      validateUpdate: (_old, ${lower}) =>`, `validate${kind}(${lower}),`),
+    parts.validation && "    })",
+    `    .complete();
 }
-`;
+`,
+  );
+}
+
+function webhookTest(options: ScaffoldOptions, parts: WebhookParts, apiFile: string): string {
+  const { kind, lower, apiVersion } = names(options);
+  const functions = [
+    ...(parts.defaulting ? [`default${kind}`] : []),
+    ...(parts.validation ? ["MAX_REPLICAS", `validate${kind}`] : []),
+  ];
+  return lines(
+    `// The ${kind} webhooks, tested as plain functions: they need no server. (The manager serves
+// them, and \`rudder manifests\` writes the configurations that send the API server's admission
+// requests there.)
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";`,
+    parts.validation && `import { AdmissionDeniedError } from "@rudder/operator/webhook";`,
+    importStatement([kind], `../${apiFile}`),
+    `${importStatement(functions, `./${lower}_webhook.ts`)}
+
+/** A ${kind} with \`spec\`, its schema's defaults applied. */
+function sample(spec: Record<string, unknown> = {}): ${kind} {
+  return ${kind}.parse({
+    apiVersion: "${apiVersion}",
+    kind: "${kind}",
+    metadata: { name: "sample", namespace: "default" },
+    spec,
+  });
+}
+
+describe("the ${kind} webhooks", () => {`,
+    parts.defaulting && `  it("default spec.replicas to 1 and keep a value that is set", () => {
+    const unset = sample();
+    default${kind}(unset);
+    assert.equal(unset.spec.replicas, 1);
+    const set = sample({ replicas: 3 });
+    default${kind}(set);
+    assert.equal(set.spec.replicas, 3);
+  });`,
+    parts.defaulting && parts.validation && "",
+    parts.validation && `  it("accept up to MAX_REPLICAS copies", () => {
+${
+      fit(
+        `    assert.deepEqual(validate${kind}(sample({ replicas: MAX_REPLICAS })), []);`,
+        `    assert.deepEqual(\n      validate${kind}(sample({ replicas: MAX_REPLICAS })),\n      [],\n    );`,
+      )
+    }
+  });
+
+  it("refuse more than MAX_REPLICAS copies as 422 Invalid", () => {
+    assert.throws(
+${arrow("      () =>", `validate${kind}(sample({ replicas: MAX_REPLICAS + 1 })),`)}
+      (err) => {
+        assert.ok(err instanceof AdmissionDeniedError);
+        assert.equal(err.code, 422);
+        assert.match(err.message, /spec\\.replicas must be at most 10, not 11/);
+        return true;
+      },
+    );
+  });`,
+    `});
+`,
+  );
+}
+
+/**
+ * A kind's webhook module (`webhooks/<kind>_webhook.ts`, which exports `setup<Kind>Webhook`) and
+ * its unit test, with the webhooks `parts` asks for. `rudder init --webhooks` writes both; so
+ * does `rudder create webhook`. They import the kind from `apiFile` (relative to the project).
+ */
+export function webhookFiles(
+  options: ScaffoldOptions,
+  parts: WebhookParts = BOTH_WEBHOOKS,
+  apiFile: string = names(options).apiFile,
+): Map<string, string> {
+  if (!parts.defaulting && !parts.validation) {
+    throw new Error("a webhook module needs a defaulter, a validator or both");
+  }
+  const n = names(options);
+  return new Map([
+    [n.webhookFile, webhookModule(options, parts, apiFile)],
+    [n.webhookTestFile, webhookTest(options, parts, apiFile)],
+  ]);
 }
 
 /** The files of a new project, by path relative to its directory. */
@@ -879,7 +1038,7 @@ export function scaffold(
     [n.testFile, controllerTest(options)],
     ["bunfig.toml", bunfigToml()],
     ["bun_test_setup.ts", bunTestSetup()],
-    ...(options.webhooks ? [[n.webhookFile, webhookModule(options)] as [string, string]] : []),
+    ...(options.webhooks ? webhookFiles(options) : []),
     ["Dockerfile", dockerfile(options)],
     [".dockerignore", `*\n!dist/${options.name}\n`],
     [".gitignore", "dist/\nnode_modules/\n"],

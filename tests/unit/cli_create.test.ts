@@ -143,7 +143,7 @@ describe("rudder create api", () => {
     const missing = await rudder(dir, "create", "api");
     assert.equal(missing.code, 2);
     assert.match(missing.err, /--kind is required/);
-    const other = await rudder(dir, "create", "webhook", "--kind", "Memcached");
+    const other = await rudder(dir, "create", "controller", "--kind", "Memcached");
     assert.equal(other.code, 2);
   });
 });

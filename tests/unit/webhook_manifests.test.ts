@@ -165,6 +165,10 @@ describe("rudder init --webhooks", () => {
     assert.match(webhook, /newWebhookManagedBy\(mgr\)\.for\(Memcached\)/);
     assert.match(webhook, /memcached\.spec\.replicas \?\?= 1/);
     assert.match(webhook, /MAX_REPLICAS = 10/);
+    assert.match(
+      files.get("webhooks/memcached_webhook_test.ts")!,
+      /import \{ defaultMemcached, MAX_REPLICAS, validateMemcached \} from "\.\/memcached_webhook\.ts";/,
+    );
     const main = files.get("main.ts")!;
     assert.match(main, /if \(options\.webhooks \?\? true\) setupMemcachedWebhook\(mgr\)/);
     assert.match(main, /process\.env\.ENABLE_WEBHOOKS === "true"/);
