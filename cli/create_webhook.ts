@@ -202,8 +202,9 @@ function replicasDescription(parts: WebhookParts): string {
 /**
  * An api module whose `defineResource({ kind: "<kind>", … })` has the `spec.replicas` field the
  * scaffold's webhooks default and check (`rudder init --webhooks` writes it), added at the end
- * of its `spec: z.object({ … })`; unchanged if the kind's definition mentions `replicas`
- * already. Throws, naming `file`, when it finds no such definition or spec.
+ * of its `spec: z.object({ … })`; unchanged if that spec has a `replicas:` field already (a
+ * printer column's `.spec.replicas` does not count). Throws, naming `file`, when it finds no
+ * such definition or spec.
  */
 export function withReplicasField(
   source: string,
@@ -218,13 +219,17 @@ export function withReplicasField(
   if (kindAt < 0 || start < 0 || end < 0) {
     throw new Error(`${file}: cannot find the defineResource({ … kind: "${kind}" … }) of ${kind}`);
   }
-  if (lines.slice(start, end).some((line) => /\breplicas\b/.test(line))) return source;
   const specAt = lines.findIndex((line, i) =>
     i > start && i < end && /^\s*spec: z\.object\(\{$/.test(line)
   );
   const indent = specAt >= 0 ? lines[specAt].replace(/\S.*$/, "") : "";
   const specEnd = lines.findIndex((line, i) => i > specAt && line === `${indent}}),`);
-  if (specAt < 0 || specEnd < 0 || specEnd > end) {
+  // A \`replicas:\` key in the spec (or, when the spec is not a literal, anywhere in the definition).
+  const field = /^\s*replicas:/;
+  const found = specAt >= 0 && specEnd >= 0 && specEnd <= end;
+  const searched = found ? lines.slice(specAt, specEnd) : lines.slice(start, end);
+  if (searched.some((line) => field.test(line))) return source;
+  if (!found) {
     throw new Error(
       `${file}: ${kind}'s spec is not a \`spec: z.object({ … }),\` to add \`replicas\` to, which ` +
         "the webhooks default and check; add `replicas: z.number().int().min(0).optional()` " +

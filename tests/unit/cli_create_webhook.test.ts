@@ -151,7 +151,8 @@ describe("rudder create webhook", () => {
       assert.match(defaulter, /\.withDefaulter\(defaultMemcached\)\n {4}\.complete\(\);/);
       assert.doesNotMatch(defaulter, /withValidator|MAX_REPLICAS|AdmissionDeniedError/);
       assert.doesNotMatch(read(dir, "webhooks/memcached_webhook_test.ts"), /validateMemcached/);
-      assert.match(read(dir, "api/memcached.ts"), /defaulted to 1 by the webhook\./);
+      // The scaffold's resource has spec.replicas already: its api module is kept as it is.
+      assert.match(read(dir, "api/memcached.ts"), /How many pods the Deployment runs\./);
 
       const validation = await rudder(dir, "create", "webhook", "--kind", "Backup", "--validation");
       assert.equal(validation.code, 0, validation.err);
@@ -163,7 +164,7 @@ describe("rudder create webhook", () => {
         test,
         /import \{ MAX_REPLICAS, validateBackup \} from "\.\/backup_webhook\.ts";/,
       );
-      assert.match(read(dir, "api/backup.ts"), /capped at 10 by the webhook\./);
+      assert.match(read(dir, "api/backup.ts"), /How many pods the Deployment runs\./);
 
       const both = await rudder(
         dir,
@@ -330,6 +331,31 @@ describe("withReplicasField and withWebhookPermissions", () => {
     assert.equal(withReplicasField(api, "Memcached", both, "api/memcached.ts"), api);
     const permissions = JSON.parse(files.get("rudder.json")!).permissions;
     assert.deepEqual(withWebhookPermissions(permissions), permissions);
+  });
+
+  it("give a spec without replicas the field the webhooks need, described for them", T, () => {
+    const files = scaffold(base, DEPENDENCY_VERSIONS);
+    const api = files.get("api/memcached.ts")!.replace(/^ {4}replicas: .*\n/m, "");
+    assert.doesNotMatch(api, /^\s*replicas:/m);
+    assert.match(api, /jsonPath: "\.spec\.replicas"/); // a printer column is not the field
+    const defaulting = withReplicasField(
+      api,
+      "Memcached",
+      { defaulting: true, validation: false },
+      "api/memcached.ts",
+    );
+    assert.match(
+      defaulting,
+      /\n {4}image: .*\n {4}replicas: z\.number\(\)\.int\(\)\.min\(0\)\.optional\(\)\n {6}\.describe/,
+    );
+    assert.match(defaulting, /defaulted to 1 by the webhook\./);
+    const validating = withReplicasField(
+      api,
+      "Memcached",
+      { defaulting: false, validation: true },
+      "api/memcached.ts",
+    );
+    assert.match(validating, /capped at 10 by the webhook\./);
   });
 
   it("keep a user's permissions and their order", T, () => {
