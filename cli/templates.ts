@@ -1125,15 +1125,38 @@ export function withEnvironmentKinds(
   own: string,
   kinds: { kind: string; file: string }[],
 ): string {
-  const match = test.match(/new Environment\(\{ crds: \[([^\]]*)\] \}\)/);
+  // The one-line form the template writes, or the wrapped forms deno fmt makes of longer lists.
+  const match = test.match(/^( *)(.*)new Environment\(\{\s*crds: \[([^\]]*)\],?\s*\}\)(.*)$/m);
   if (!match) return test;
-  const present = match[1].split(",").map((name) => name.trim()).filter((name) => name !== "");
+  const [line, indent, before, names, after] = match;
+  const present = names.split(",").map((name) => name.trim()).filter((name) => name !== "");
   const missing = kinds.filter(({ kind }) => !present.includes(kind));
   if (missing.length === 0) return test;
-  const list = [...present, ...missing.map(({ kind }) => kind)].join(", ");
-  let out = test.replace(match[0], `new Environment({ crds: [${list}] })`);
+  const list = [...present, ...missing.map(({ kind }) => kind)];
+  let out = test.replace(line, environmentCall(indent, before, list, after));
   const ownImport = new RegExp(`^import \\{ ${own} \\} from "[^"]+";$`, "m");
   const imports = missing.map(({ kind, file }) => `import { ${kind} } from "../${file}";`);
-  out = out.replace(ownImport, (line) => [line, ...imports].join("\n"));
+  out = out.replace(ownImport, (found) => [found, ...imports].join("\n"));
   return out;
+}
+
+/**
+ * The line `${indent}${before}new Environment({ crds: [...] })${after}` as deno fmt lays it out
+ * within 100 columns: on one line, with the object broken, or with the list broken too.
+ */
+function environmentCall(indent: string, before: string, list: string[], after: string): string {
+  const one = `${indent}${before}new Environment({ crds: [${list.join(", ")}] })${after}`;
+  if (one.length <= 100) return one;
+  const open = `${indent}${before}new Environment({`;
+  const close = `${indent}})${after}`;
+  const crds = `${indent}  crds: [${list.join(", ")}],`;
+  if (crds.length <= 100) return [open, crds, close].join("\n");
+  return [
+    open,
+    `${indent}  crds: [`,
+    ...list.map((kind) => `${indent}    ${kind},`),
+    `${indent}  ],`,
+    close,
+  ]
+    .join("\n");
 }

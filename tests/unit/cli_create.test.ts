@@ -173,6 +173,32 @@ describe("withEnvironmentKinds", () => {
   it("leaves a test without an Environment unchanged", T, () => {
     assert.equal(withEnvironmentKinds("x", "A", [{ kind: "B", file: "api/b.ts" }]), "x");
   });
+
+  it("wraps the list as deno fmt does once it is too long, and reads it back", T, () => {
+    const test = [
+      'import { Alpha } from "../api/alpha.ts";',
+      "",
+      'describe("x", () => {',
+      "  const env = new Environment({ crds: [Alpha] });",
+      "});",
+      "",
+    ].join("\n");
+    const long = (n: number) => ({ kind: `K${n}${"x".repeat(30)}`, file: `api/k${n}.ts` });
+    const two = withEnvironmentKinds(test, "Alpha", [long(1), long(2)]);
+    assert.match(
+      two,
+      /^ {2}const env = new Environment\(\{\n {4}crds: \[Alpha, K1x+, K2x+\],\n {2}\}\);$/m,
+    );
+    assert.match(two, /^import \{ Alpha \} from "\.\.\/api\/alpha\.ts";\nimport \{ K1x+ \}/m);
+    const three = withEnvironmentKinds(two, "Alpha", [long(1), long(2), long(3)]);
+    assert.match(
+      three,
+      /^ {2}const env = new Environment\(\{\n {4}crds: \[\n {6}Alpha,\n {6}K1x+,\n {6}K2x+,\n {6}K3x+,\n {4}\],\n {2}\}\);$/m,
+    );
+    assert.equal(three.match(/import \{ K1x+ \}/g)?.length, 1, "no kind imported twice");
+    assert.equal(withEnvironmentKinds(three, "Alpha", [long(3)]), three);
+    for (const line of three.split("\n")) assert.ok(line.length <= 100, line);
+  });
 });
 
 describe("the scaffold", () => {
