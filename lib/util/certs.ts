@@ -213,22 +213,6 @@ function authority(
   };
 }
 
-/**
- * When the first certificate in `pem` expires.
- *
- * @example
- * ```ts ignore
- * import { certificateNotAfter } from "@rudder/operator/webhook";
- *
- * console.log(certificateNotAfter(readFileSync("tls.crt", "utf8")).toISOString());
- * ```
- */
-export function certificateNotAfter(pem: string): Date {
-  const first = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/);
-  if (!first) throw new Error("no PEM certificate found");
-  return new x509.X509Certificate(first[0]).notAfter;
-}
-
 /** Escapes the characters RFC 4514 reserves in a distinguished-name value. */
 function escapeRdn(value: string): string {
   return value.replace(/[,+"\\<>;=]/g, (c) => `\\${c}`);

@@ -1,14 +1,15 @@
 /**
  * Certificates for webhook serving when no cert-manager provides them: a CA and a serving
  * certificate signed by it, X.509 v3 with the extensions TLS stacks require (Deno refuses v1),
- * ECDSA P-256 over WebCrypto (`lib/util/certs.ts` makes them).
+ * ECDSA P-256 over WebCrypto. `lib/util/certs.ts` makes them; it is imported when the first
+ * certificate is made, so an operator that never makes one does not load `@peculiar/x509` (and
+ * `bun build` bundles no static import of a module with top-level await here: with one, its
+ * compiled binaries failed with `__promiseAll is not defined`).
  *
  * @module
  */
 
-import { createCertificateAuthority, loadCertificateAuthority } from "../util/certs.ts";
-
-export { certificateNotAfter } from "../util/certs.ts";
+import { X509Certificate } from "node:crypto";
 
 const DAY_MS = 24 * 3600_000;
 
@@ -48,6 +49,9 @@ export async function generateServingCertificates(options: {
   caValidity?: number;
   ca?: { cert: string; key: string };
 }): Promise<ServingCertificates> {
+  const { createCertificateAuthority, loadCertificateAuthority } = await import(
+    "../util/certs.ts"
+  );
   const days = options.validity / DAY_MS;
   const ca = options.ca
     ? await loadCertificateAuthority(options.ca, days)
@@ -62,4 +66,20 @@ export async function generateServingCertificates(options: {
     days,
   });
   return { caCert: ca.cert, caKey: ca.key, cert: serving.cert, key: serving.key };
+}
+
+/**
+ * When the first certificate in `pem` expires.
+ *
+ * @example
+ * ```ts ignore
+ * import { certificateNotAfter } from "@rudder/operator/webhook";
+ *
+ * console.log(certificateNotAfter(readFileSync("tls.crt", "utf8")).toISOString());
+ * ```
+ */
+export function certificateNotAfter(pem: string): Date {
+  const first = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/);
+  if (!first) throw new Error("no PEM certificate found");
+  return new Date(new X509Certificate(first[0]).validTo);
 }

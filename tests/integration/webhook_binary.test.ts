@@ -177,7 +177,9 @@ describe("a built operator with webhooks, in rudder certificate mode", () => {
       },
       60_000,
       200,
-    );
+    ).catch((err) => {
+      throw new Error(`${err.message}; the operator wrote:\n${output}`, { cause: err });
+    });
 
     const review = JSON.stringify({
       apiVersion: "admission.k8s.io/v1",

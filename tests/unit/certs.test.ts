@@ -1,10 +1,11 @@
 // The certificates of lib/util/certs.ts: a CA signs serving and client certificates (v3, the
-// right usages and names), is loaded again from its PEM pair, and nothing it signs outlives it.
+// right usages and names), is loaded again from its PEM pair, and nothing it signs outlives it
+// (expiries read with the webhook's certificateNotAfter).
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { X509Certificate } from "node:crypto";
+import { certificateNotAfter } from "../../lib/webhook/certificates.ts";
 import {
-  certificateNotAfter,
   createCertificateAuthority,
   loadCertificateAuthority,
   selfSignedServingCertificate,
