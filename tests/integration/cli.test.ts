@@ -20,7 +20,6 @@ import {
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import process from "node:process";
-import { fileURLToPath } from "node:url";
 import { parse, stringify } from "yaml";
 import { denoPermissionFlags } from "../../cli/build.ts";
 import { loadProject, runtimeExecutable } from "../../cli/project.ts";
@@ -38,12 +37,11 @@ import { type Client, newClient } from "../../lib/client/client.ts";
 import type { KubeConfig } from "../../lib/kube/config/types.ts";
 import { RestClient } from "../../lib/kube/rest.ts";
 import { Environment } from "../../lib/testing/envtest.ts";
+import { initProject, rudder as rudderCli, type Run, run as runCommand } from "../support/cli.ts";
 import { denortMissing } from "../support/denort.ts";
 import { eventually } from "../support/eventually.ts";
 import { fetchTrusting, presentedCertificates } from "../support/tls.ts";
 
-const CHECKOUT = fileURLToPath(new URL("../../", import.meta.url)).replace(/\/$/, "");
-const CLI = join(CHECKOUT, "cli", "main.ts");
 const NAME = "memcached-operator";
 const OPERATOR_NAMESPACE = `${NAME}-system`;
 const SERVICE_ACCOUNT = `${NAME}-controller-manager`;
@@ -60,46 +58,23 @@ const children = new Set<ChildProcess>();
 let config: KubeConfig;
 let client: Client;
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 /** Runs the CLI from this checkout on this test's runtime, the way a user runs it. */
 function rudder(cwd: string, ...args: string[]): Promise<Run> {
-  const runtimeArgs = "Deno" in globalThis ? ["run", "-A", CLI, ...args] : [CLI, ...args];
-  return run(process.execPath, runtimeArgs, { cwd });
+  return rudderCli(args, { cwd, children });
 }
 
 /** Runs the CLI in the project with this environment. */
 function runWithEnv(processEnv: Record<string, string | undefined>, ...args: string[]) {
-  const runtimeArgs = "Deno" in globalThis ? ["run", "-A", CLI, ...args] : [CLI, ...args];
-  return run(process.execPath, runtimeArgs, { cwd: project, env: processEnv });
+  return rudderCli(args, { cwd: project, env: processEnv, children });
 }
 
+/** Runs `command` to its end. */
 function run(
   command: string,
   args: string[],
   options: { cwd: string; env?: Record<string, string | undefined> },
 ): Promise<Run> {
-  const child = spawn(command, args, {
-    cwd: options.cwd,
-    env: (options.env ?? process.env) as Record<string, string>,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.add(child);
-  let stdout = "";
-  let stderr = "";
-  child.stdout!.on("data", (chunk) => (stdout += chunk));
-  child.stderr!.on("data", (chunk) => (stderr += chunk));
-  return new Promise((resolve, reject) => {
-    child.on("error", reject);
-    child.on("close", (code) => {
-      children.delete(child);
-      resolve({ code, stdout, stderr });
-    });
-  });
+  return runCommand(command, args, { ...options, children });
 }
 
 /** A long-running process whose output is collected; `exited` resolves its exit code. */
@@ -397,18 +372,7 @@ before(async () => {
   project = join(scratch, NAME);
   config = await env.start();
   client = newClient(config);
-  const init = await rudder(
-    scratch,
-    "init",
-    NAME,
-    "--group",
-    "cache.example.com",
-    "--kind",
-    "Memcached",
-    "--local",
-    CHECKOUT,
-  );
-  assert.equal(init.code, 0, init.stderr);
+  await initProject(scratch, NAME, { children });
 }, { timeout: SETUP_TIMEOUT });
 
 after(async () => {

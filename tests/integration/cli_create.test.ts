@@ -4,58 +4,32 @@
 // real control plane for each kind, and the webhook's functions — pass.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
-import { fileURLToPath } from "node:url";
 import { parse } from "yaml";
 import { runtimeExecutable } from "../../cli/project.ts";
+import { initProject, rudder as rudderCli, run as runCommand } from "../support/cli.ts";
 
-const CHECKOUT = fileURLToPath(new URL("../../", import.meta.url)).replace(/\/$/, "");
-const CLI = join(CHECKOUT, "cli", "main.ts");
 const NAME = "memcached-operator";
+const ENV = { ...process.env, NO_COLOR: "1" };
 let scratch: string;
 let project: string;
 
+/** Runs `command` in `cwd`, without colours. */
 function run(command: string, args: string[], cwd: string) {
-  const child = spawn(command, args, {
-    cwd,
-    env: { ...process.env, NO_COLOR: "1" } as Record<string, string>,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stdout!.on("data", (chunk) => (stdout += chunk));
-  child.stderr!.on("data", (chunk) => (stderr += chunk));
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
+  return runCommand(command, args, { cwd, env: ENV });
 }
 
 /** The CLI of this checkout, on this test's runtime. */
 function rudder(cwd: string, ...args: string[]) {
-  const runtimeArgs = "Deno" in globalThis ? ["run", "-A", CLI, ...args] : [CLI, ...args];
-  return run(process.execPath, runtimeArgs, cwd);
+  return rudderCli(args, { cwd, env: ENV });
 }
 
 before(async () => {
   scratch = mkdtempSync(join(tmpdir(), "rudder-create-it-"));
-  project = join(scratch, NAME);
-  const init = await rudder(
-    scratch,
-    "init",
-    NAME,
-    "--group",
-    "cache.example.com",
-    "--kind",
-    "Memcached",
-    "--local",
-    CHECKOUT,
-  );
-  assert.equal(init.code, 0, init.stderr);
+  project = await initProject(scratch, NAME);
   const create = await rudder(project, "create", "api", "--kind", "MemcachedBackup");
   assert.equal(create.code, 0, create.stderr);
   const webhook = await rudder(project, "create", "webhook", "--kind", "MemcachedBackup");

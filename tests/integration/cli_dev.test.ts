@@ -8,16 +8,14 @@ import { appendFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import process from "node:process";
-import { fileURLToPath } from "node:url";
 import { Deployment, Namespace } from "../../lib/api/builtins.ts";
 import { resourceType } from "../../lib/api/resource.ts";
 import { newClient } from "../../lib/client/client.ts";
 import { loadConfig } from "../../lib/kube/config/load.ts";
 import { findControlPlaneBinaries } from "../../lib/testing/assets.ts";
+import { cliArgs, initProject } from "../support/cli.ts";
 import { eventually } from "../support/eventually.ts";
 
-const CHECKOUT = fileURLToPath(new URL("../../", import.meta.url)).replace(/\/$/, "");
-const CLI = join(CHECKOUT, "cli", "main.ts");
 let scratch: string;
 let project: string;
 const children = new Set<ChildProcess>();
@@ -32,8 +30,7 @@ const Widget = resourceType<{ apiVersion: string; kind: string; status?: { phase
 
 /** Starts the CLI from this checkout on this test's runtime; collects what it prints. */
 function rudder(cwd: string, args: string[], extraEnv: Record<string, string> = {}) {
-  const runtimeArgs = "Deno" in globalThis ? ["run", "-A", CLI, ...args] : [CLI, ...args];
-  const child = spawn(process.execPath, runtimeArgs, {
+  const child = spawn(process.execPath, cliArgs(args), {
     cwd,
     env: { ...process.env, ...extraEnv } as Record<string, string>,
     stdio: ["ignore", "pipe", "pipe"],
@@ -62,22 +59,17 @@ function isAlive(pid: number): boolean {
 
 before(async () => {
   scratch = mkdtempSync(join(tmpdir(), "rudder-cli-dev-test-"));
-  project = join(scratch, "widget-operator");
-  const init = rudder(scratch, [
-    "init",
-    "widget-operator",
-    "--kind",
-    "Widget",
-    "--local",
-    CHECKOUT,
-  ]);
-  assert.equal(await init.exited, 0, init.stderr());
-});
+  project = await initProject(scratch, "widget-operator", {
+    kind: "Widget",
+    group: "example.com",
+    children,
+  });
+}, { timeout: 120_000 });
 
 after(() => {
   for (const child of children) child.kill("SIGKILL");
   if (scratch) rmSync(scratch, { recursive: true, force: true });
-});
+}, { timeout: 30_000 });
 
 describe("rudder envtest", () => {
   it("setup and env print where the control-plane binaries are", async () => {

@@ -24,7 +24,6 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
-import { fileURLToPath } from "node:url";
 import { parse } from "yaml";
 import { CustomResourceDefinition } from "../../lib/api/builtins.ts";
 import { resourceType } from "../../lib/api/resource.ts";
@@ -41,11 +40,10 @@ import {
   debianBaseImage,
   pushBaseImage,
 } from "../support/debian_base_image.ts";
+import { initProject, rudder as rudderCli, type Run, run as runCommand } from "../support/cli.ts";
 import { denortMissing } from "../support/denort.ts";
 import { eventually } from "../support/eventually.ts";
 
-const CHECKOUT = fileURLToPath(new URL("../../", import.meta.url)).replace(/\/$/, "");
-const CLI = join(CHECKOUT, "cli", "main.ts");
 const NAME = "memcached-operator";
 const OPERATOR_NAMESPACE = `${NAME}-system`;
 const SERVICE_ACCOUNT = `${NAME}-controller-manager`;
@@ -131,39 +129,20 @@ const env = new Environment();
 let config: KubeConfig;
 let client: Client;
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 function run(
   command: string,
   args: string[],
   options: { cwd?: string; env?: Record<string, string | undefined> } = {},
 ): Promise<Run> {
-  const child = spawn(command, args, {
+  return runCommand(command, args, {
     cwd: options.cwd ?? scratchDir(),
-    env: (options.env ?? process.env) as Record<string, string>,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.add(child);
-  let stdout = "";
-  let stderr = "";
-  child.stdout!.on("data", (chunk) => (stdout += chunk));
-  child.stderr!.on("data", (chunk) => (stderr += chunk));
-  return new Promise((resolve, reject) => {
-    child.on("error", reject);
-    child.on("close", (code) => {
-      children.delete(child);
-      resolve({ code, stdout, stderr });
-    });
+    env: options.env,
+    children,
   });
 }
 
 function rudder(cwd: string, ...args: string[]): Promise<Run> {
-  const runtimeArgs = "Deno" in globalThis ? ["run", "-A", CLI, ...args] : [CLI, ...args];
-  return run(process.execPath, runtimeArgs, { cwd });
+  return rudderCli(args, { cwd, children });
 }
 
 function podman(...args: string[]): Promise<Run> {
@@ -221,19 +200,7 @@ function prepare(): Promise<Setup> {
     );
     config = await env.start();
     client = newClient(config);
-    const init = await rudder(
-      scratchDir(),
-      "init",
-      NAME,
-      "--group",
-      "cache.example.com",
-      "--kind",
-      "Memcached",
-      "--local",
-      CHECKOUT,
-    );
-    assert.equal(init.code, 0, init.stderr);
-    const project = join(scratchDir(), NAME);
+    const project = await initProject(scratchDir(), NAME, { children });
     const manifests = await rudder(project, "manifests");
     assert.equal(manifests.code, 0, manifests.stderr);
     const kustomization = parse(readFileSync(join(project, "config/kustomization.yaml"), "utf8"));

@@ -12,19 +12,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
 import tls from "node:tls";
-import { fileURLToPath } from "node:url";
 import { parse, stringify } from "yaml";
 import { Secret, ValidatingWebhookConfiguration } from "../../lib/api/builtins.ts";
 import { type Client, newClient } from "../../lib/client/client.ts";
 import type { KubeConfig } from "../../lib/kube/config/types.ts";
 import { RestClient } from "../../lib/kube/rest.ts";
 import { Environment } from "../../lib/testing/envtest.ts";
+import { initProject, rudder } from "../support/cli.ts";
 import { eventually } from "../support/eventually.ts";
 
 const HOOK = { timeout: 300_000 };
 const T = { timeout: 180_000 };
-const CHECKOUT = fileURLToPath(new URL("../../", import.meta.url)).replace(/\/$/, "");
-const CLI = join(CHECKOUT, "cli", "main.ts");
 const NAME = "guarded-operator";
 const NAMESPACE = `${NAME}-system`;
 const WEBHOOK_PORT = 9443; // the generated main serves on controller-runtime's default
@@ -38,16 +36,10 @@ let binary: string;
 let deploymentEnv: { name: string; value?: string; valueFrom?: unknown }[] = [];
 let child: ChildProcess | undefined;
 
-function run(args: string[], cwd: string): Promise<{ code: number | null; output: string }> {
-  const runtimeArgs = "Deno" in globalThis ? ["run", "-A", CLI, ...args] : [CLI, ...args];
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, runtimeArgs, { cwd, stdio: ["ignore", "pipe", "pipe"] });
-    let output = "";
-    proc.stdout!.on("data", (c) => (output += c));
-    proc.stderr!.on("data", (c) => (output += c));
-    proc.on("error", reject);
-    proc.on("close", (code) => resolve({ code, output }));
-  });
+/** The CLI of this checkout in `cwd`: its exit code and everything it printed. */
+async function run(args: string[], cwd: string): Promise<{ code: number | null; output: string }> {
+  const { code, stdout, stderr } = await rudder(args, { cwd });
+  return { code, output: stdout + stderr };
 }
 
 function portFree(port: number): Promise<boolean> {
@@ -91,19 +83,11 @@ before(async () => {
   config = await env.start();
   client = newClient(config);
   scratch = mkdtempSync(join(tmpdir(), "rudder-webhook-binary-"));
-  project = join(scratch, NAME);
-  const init = await run([
-    "init",
-    project,
-    "--kind",
-    "Guard",
-    "--group",
-    "guard.example.com",
-    "--webhooks",
-    "--local",
-    CHECKOUT,
-  ], scratch);
-  assert.equal(init.code, 0, init.output);
+  project = await initProject(scratch, NAME, {
+    kind: "Guard",
+    group: "guard.example.com",
+    extra: ["--webhooks"],
+  });
   const manifests = await run(["manifests"], project);
   assert.equal(manifests.code, 0, manifests.output);
   const walk = (dir: string): string[] =>

@@ -9,9 +9,9 @@ import { dirname, join } from "node:path";
 import process from "node:process";
 import { existingKinds, registerController } from "../../cli/create.ts";
 import { DEPENDENCY_VERSIONS } from "../../cli/init.ts";
-import { main } from "../../cli/main.ts";
 import { scaffold, type ScaffoldOptions, withEnvironmentKinds } from "../../cli/templates.ts";
 import { VERSION } from "../../lib/version.ts";
+import { type MainRun, runMain } from "../support/cli_main.ts";
 
 const base: ScaffoldOptions = {
   name: "memcached-operator",
@@ -29,16 +29,8 @@ after(() => {
   if (scratch) rmSync(scratch, { recursive: true, force: true });
 }, T);
 
-async function rudder(cwd: string, ...args: string[]) {
-  let out = "";
-  let err = "";
-  const code = await main(args, {
-    out: (line) => (out += `${line}\n`),
-    err: (line) => (err += `${line}\n`),
-    cwd,
-    env: process.env,
-  });
-  return { code, out, err };
+function rudder(cwd: string, ...args: string[]): Promise<MainRun> {
+  return runMain(args, cwd, process.env);
 }
 
 /** A fresh scaffold on disk (published mode: nothing here runs it). */

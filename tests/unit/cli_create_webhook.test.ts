@@ -23,9 +23,9 @@ import {
   withWebhookPermissions,
 } from "../../cli/create_webhook.ts";
 import { DEPENDENCY_VERSIONS } from "../../cli/init.ts";
-import { main } from "../../cli/main.ts";
 import { runtimeExecutable } from "../../cli/project.ts";
 import { scaffold, type ScaffoldOptions, webhookFiles } from "../../cli/templates.ts";
+import { type MainRun, runMain } from "../support/cli_main.ts";
 
 const base: ScaffoldOptions = {
   name: "memcached-operator",
@@ -43,16 +43,8 @@ after(() => {
   if (scratch) rmSync(scratch, { recursive: true, force: true });
 }, T);
 
-async function rudder(cwd: string, ...args: string[]) {
-  let out = "";
-  let err = "";
-  const code = await main(args, {
-    out: (line) => (out += `${line}\n`),
-    err: (line) => (err += `${line}\n`),
-    cwd,
-    env: process.env,
-  });
-  return { code, out, err };
+function rudder(cwd: string, ...args: string[]): Promise<MainRun> {
+  return runMain(args, cwd, process.env);
 }
 
 /** A fresh scaffold on disk (nothing here runs it). */

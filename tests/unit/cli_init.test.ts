@@ -14,13 +14,12 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { DEPENDENCY_VERSIONS } from "../../cli/init.ts";
-import { main } from "../../cli/main.ts";
 import { loadProject } from "../../cli/project.ts";
 import { scaffold, type ScaffoldOptions, SUBPATH_FILES } from "../../cli/templates.ts";
 import { VERSION } from "../../lib/version.ts";
+import { type MainRun, runMain } from "../support/cli_main.ts";
 
 const checkout = fileURLToPath(new URL("../../", import.meta.url)).replace(/\/$/, "");
 const base: ScaffoldOptions = {
@@ -52,16 +51,8 @@ function importsOf(source: string): string[] {
     .map((m) => m[1]);
 }
 
-async function rudder(cwd: string, ...args: string[]) {
-  let out = "";
-  let err = "";
-  const code = await main(args, {
-    out: (line) => (out += `${line}\n`),
-    err: (line) => (err += `${line}\n`),
-    cwd,
-    env: { PATH: process.env.PATH },
-  });
-  return { code, out, err };
+function rudder(cwd: string, ...args: string[]): Promise<MainRun> {
+  return runMain(args, cwd);
 }
 
 describe("the scaffold", () => {

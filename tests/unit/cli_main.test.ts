@@ -6,20 +6,13 @@ import { spawnSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
-import { COMMANDS, main } from "../../cli/main.ts";
+import { COMMANDS } from "../../cli/main.ts";
 import { VERSION } from "../../lib/version.ts";
+import { type MainRun, runMain } from "../support/cli_main.ts";
 
 /** Runs the CLI in-process and collects what it writes. */
-async function rudder(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = "";
-  let err = "";
-  const code = await main(args, {
-    out: (line) => (out += `${line}\n`),
-    err: (line) => (err += `${line}\n`),
-    cwd: tmpdir(),
-    env: { PATH: process.env.PATH },
-  });
-  return { code, out, err };
+function rudder(...args: string[]): Promise<MainRun> {
+  return runMain(args, tmpdir());
 }
 
 describe("rudder", () => {

@@ -17,13 +17,13 @@ import {
   type Discovery,
 } from "../../cli/discover.ts";
 import { deriveRules, generateManifests, type ManifestSettings } from "../../cli/manifests.ts";
-import { main } from "../../cli/main.ts";
 import { cliEntrypoint } from "../../cli/project.ts";
 import { z } from "../../lib/api/zod.ts";
 import { defineResource } from "../../lib/api/resource.ts";
 import { ConfigMap, Deployment, Secret } from "../../lib/api/builtins.ts";
 import { newControllerManagedBy } from "../../lib/controller/builder.ts";
 import { enqueueRequestForObject } from "../../lib/handler/handler.ts";
+import { type MainRun, runMain } from "../support/cli_main.ts";
 
 const Widget = defineResource({
   group: "example.com",
@@ -425,16 +425,8 @@ export const notAResource = { crd: "no" };
     return dir;
   }
 
-  async function rudder(cwd: string, ...args: string[]) {
-    let out = "";
-    let err = "";
-    const code = await main(args, {
-      out: (line) => (out += `${line}\n`),
-      err: (line) => (err += `${line}\n`),
-      cwd,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME },
-    });
-    return { code, out, err };
+  function rudder(cwd: string, ...args: string[]): Promise<MainRun> {
+    return runMain(args, cwd, { PATH: process.env.PATH, HOME: process.env.HOME });
   }
 
   it("loads the code in a child process, without starting it, and writes the manifests", async () => {
