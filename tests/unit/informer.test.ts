@@ -2,15 +2,14 @@
 // lines, silent connections, expired resourceVersions, servers without streaming lists, and
 // handlers that throw or dawdle. Reliability against the real API server is tested in
 // tests/integration/informer.test.ts.
-import { after, afterEach, before, beforeEach, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { ConfigMap } from "../../lib/api/builtins.ts";
-import { Informer, type InformerOptions } from "../../lib/cache/informer.ts";
+import { Informer } from "../../lib/cache/informer.ts";
 import type { DeepReadonly } from "../../lib/api/readonly.ts";
-import { RestClient } from "../../lib/kube/rest.ts";
 import { FakeWatchServer, NAMESPACE } from "../support/fake_watch_server.ts";
 import { eventually } from "../support/eventually.ts";
-import { captureLogs } from "../support/logs.ts";
+import { useInformerHarness } from "../support/informer_harness.ts";
 
 /** Every test and hook states its timeout: Bun's default of 5 s is too short on a busy machine. */
 const T = { timeout: 30_000 };
@@ -28,60 +27,22 @@ function serverContents(server: FakeWatchServer): Record<string, string | undefi
 }
 
 describe("Informer", T, () => {
-  let server: FakeWatchServer;
-  let rest: RestClient;
-  let stop: AbortController;
-  let running: Promise<void> | undefined;
-  let logs: Awaited<ReturnType<typeof captureLogs>>;
-  const records = () => logs.records;
-
-  before(async () => {
-    logs = await captureLogs();
-  }, T);
-  after(async () => {
-    await logs.stop();
-  }, T);
-
-  beforeEach(async () => {
-    server = new FakeWatchServer();
-    await server.start();
-    rest = new RestClient(server.config(), { maxRetries: 0 });
-    stop = new AbortController();
-    logs.records.length = 0;
-  }, T);
-
-  afterEach(async () => {
-    stop.abort();
-    await running;
-    running = undefined;
-    rest.close();
-    await server.stop();
-  }, T);
-
-  function start(options: InformerOptions<CM> = {}): Informer<CM> {
-    const informer = new Informer(rest, ConfigMap, {
-      namespace: NAMESPACE,
-      backoff: { initial: 10, max: 50 },
-      ...options,
-    });
-    running = informer.run(stop.signal);
-    return informer;
-  }
+  const h = useInformerHarness(T);
 
   it("lists with a streaming list, then applies watch events in order", T, async () => {
-    server.put("a", { v: "1" });
-    server.put("b", { v: "1" });
-    const informer = start();
+    h.server.put("a", { v: "1" });
+    h.server.put("b", { v: "1" });
+    const informer = h.start();
     await informer.waitForSync();
     assert.deepEqual(contents(informer), { a: "1", b: "1" });
-    server.put("a", { v: "2" });
-    server.remove("b");
-    server.put("c", { v: "1" });
+    h.server.put("a", { v: "2" });
+    h.server.remove("b");
+    h.server.put("c", { v: "1" });
     await eventually(
       "the watch events are applied",
       () => JSON.stringify(contents(informer)) === JSON.stringify({ a: "2", c: "1" }),
     );
-    const watches = server.requests.filter((r) => r.url.searchParams.get("watch") === "true");
+    const watches = h.server.requests.filter((r) => r.url.searchParams.get("watch") === "true");
     assert.equal(watches.length, 1, "the streaming list's connection goes on as the watch");
     assert.equal(watches[0].url.searchParams.get("sendInitialEvents"), "true");
     assert.equal(watches[0].url.searchParams.get("resourceVersionMatch"), "NotOlderThan");
@@ -97,22 +58,22 @@ describe("Informer", T, () => {
     "falls back to a paged list when the server refuses streaming lists, and remembers",
     T,
     async () => {
-      server.refuseStreamingList = true;
-      for (let i = 0; i < 7; i++) server.put(`o${i}`, { v: "1" });
-      const informer = start({ pageSize: 3 });
+      h.server.refuseStreamingList = true;
+      for (let i = 0; i < 7; i++) h.server.put(`o${i}`, { v: "1" });
+      const informer = h.start({ pageSize: 3 });
       await informer.waitForSync();
       assert.equal(informer.store.size, 7);
-      const lists = server.requests.filter((r) => r.url.searchParams.get("watch") !== "true");
+      const lists = h.server.requests.filter((r) => r.url.searchParams.get("watch") !== "true");
       assert.deepEqual(lists.map((r) => r.url.searchParams.get("continue") ?? ""), ["", "3", "6"]);
       assert.ok(lists.every((r) => r.url.searchParams.get("limit") === "3"));
       // List items have no apiVersion and kind; the informer fills them in.
       assert.equal(informer.store.get(`${NAMESPACE}/o0`)!.apiVersion, "v1");
-      server.put("late", { v: "1" });
+      h.server.put("late", { v: "1" });
       await eventually("the watch after the paged list delivers", () => informer.store.size === 8);
-      server.closeWatches();
-      server.put("later", { v: "1" });
+      h.server.closeWatches();
+      h.server.put("later", { v: "1" });
       await eventually("the next watch resumes", () => informer.store.size === 9);
-      const streamingTries = server.requests.filter((r) =>
+      const streamingTries = h.server.requests.filter((r) =>
         r.url.searchParams.get("sendInitialEvents")
       );
       assert.equal(streamingTries.length, 1, "streaming lists are not tried again");
@@ -123,22 +84,22 @@ describe("Informer", T, () => {
     "restarts the watch after a malformed line, from the last good resourceVersion, losing nothing",
     T,
     async () => {
-      server.put("a", { v: "1" });
-      server.injectLines = ['{"type":"MODIFIED","object":{"metadata"', "not json at all"];
-      const informer = start();
+      h.server.put("a", { v: "1" });
+      h.server.injectLines = ['{"type":"MODIFIED","object":{"metadata"', "not json at all"];
+      const informer = h.start();
       await informer.waitForSync();
       await eventually(
         "the decode error is logged",
         () =>
-          records().some((r) =>
+          h.records.some((r) =>
             /watch stream line \d+: invalid JSON/.test(String(r.properties.error))
           ),
       );
-      server.put("b", { v: "1" });
-      server.put("a", { v: "2" });
+      h.server.put("b", { v: "1" });
+      h.server.put("a", { v: "2" });
       await eventually(
         "the store converges",
-        () => JSON.stringify(contents(informer)) === JSON.stringify(serverContents(server)),
+        () => JSON.stringify(contents(informer)) === JSON.stringify(serverContents(h.server)),
       );
       assert.equal(informer.health().lists, 1, "a broken line restarts the watch, not the list");
       assert.ok(informer.health().watches >= 2);
@@ -149,28 +110,28 @@ describe("Informer", T, () => {
     "takes a silent connection for dead after the idle deadline and watches again",
     T,
     async () => {
-      server.put("a", { v: "1" });
-      const informer = start({ idleTimeout: 200 });
+      h.server.put("a", { v: "1" });
+      const informer = h.start({ idleTimeout: 200 });
       await informer.waitForSync();
-      server.closeWatches();
-      server.stallNextWatch = true;
-      server.put("b", { v: "1" });
+      h.server.closeWatches();
+      h.server.stallNextWatch = true;
+      h.server.put("b", { v: "1" });
       await eventually(
         "the stalled watch is replaced and catches up",
         () => informer.store.size === 2,
       );
       assert.ok(
-        records().some((r) => /no event for/.test(String(r.properties.error))),
+        h.records.some((r) => /no event for/.test(String(r.properties.error))),
         "the idle deadline is logged",
       );
     },
   );
 
   it("relists on 410 Gone, swapping the store and telling handlers what changed", T, async () => {
-    server.put("keep", { v: "1" });
-    server.put("change", { v: "1" });
-    server.put("vanish", { v: "1" });
-    const informer = start();
+    h.server.put("keep", { v: "1" });
+    h.server.put("change", { v: "1" });
+    h.server.put("vanish", { v: "1" });
+    const informer = h.start();
     const seen: string[] = [];
     informer.addEventHandler({
       onAdd: (cm, initial) => seen.push(`add ${cm.metadata?.name}${initial ? " (initial)" : ""}`),
@@ -180,14 +141,14 @@ describe("Informer", T, () => {
     await informer.waitForSync();
     const keepBefore = informer.store.get(`${NAMESPACE}/keep`);
     // While disconnected: changes the watch never sees, then history is compacted.
-    server.putSilently("change", { v: "2" });
-    server.removeSilently("vanish");
-    server.putSilently("new", { v: "1" });
-    server.compactedBelow = server.resourceVersion;
-    server.closeWatches();
+    h.server.putSilently("change", { v: "2" });
+    h.server.removeSilently("vanish");
+    h.server.putSilently("new", { v: "1" });
+    h.server.compactedBelow = h.server.resourceVersion;
+    h.server.closeWatches();
     await eventually(
       "the relist brings the store in line",
-      () => JSON.stringify(contents(informer)) === JSON.stringify(serverContents(server)),
+      () => JSON.stringify(contents(informer)) === JSON.stringify(serverContents(h.server)),
     );
     await eventually("handlers heard the difference", () => seen.length >= 6);
     assert.deepEqual(seen.slice(3).sort(), [
@@ -204,18 +165,18 @@ describe("Informer", T, () => {
   });
 
   it("backs off after server errors, honours Retry-After on 429, and recovers", T, async () => {
-    server.put("a", { v: "1" });
-    server.failNext = [{ code: 500 }, { code: 429, retryAfter: 0 }, { code: 503 }];
-    const informer = start();
+    h.server.put("a", { v: "1" });
+    h.server.failNext = [{ code: 500 }, { code: 429, retryAfter: 0 }, { code: 503 }];
+    const informer = h.start();
     await informer.waitForSync();
     assert.equal(informer.store.size, 1);
-    assert.equal(server.failNext.length, 0);
+    assert.equal(h.server.failNext.length, 0);
     assert.equal(informer.health().state, "Watching");
     assert.equal(informer.health().lastError, undefined);
   });
 
   it("keeps reading while a handler is slow, and survives a handler that throws", T, async () => {
-    const informer = start();
+    const informer = h.start();
     let slowCalls = 0;
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
@@ -235,14 +196,14 @@ describe("Informer", T, () => {
       },
     });
     await informer.waitForSync();
-    for (let i = 0; i < 50; i++) server.put(`o${i}`, { v: "1" });
+    for (let i = 0; i < 50; i++) h.server.put(`o${i}`, { v: "1" });
     await eventually("the store has everything", () => informer.store.size === 50);
     await eventually(
       "every handler heard every add",
       () => slowCalls === 50 && thrown.length === 50,
     );
     assert.ok(
-      records().some((r) =>
+      h.records.some((r) =>
         r.level === "error" && /Event handler/.test(String(r.message.join("")))
       ),
     );
@@ -250,9 +211,9 @@ describe("Informer", T, () => {
   });
 
   it("gives a handler added late the existing objects first, and reports its sync", T, async () => {
-    server.put("a", { v: "1" });
-    server.put("b", { v: "1" });
-    const informer = start();
+    h.server.put("a", { v: "1" });
+    h.server.put("b", { v: "1" });
+    const informer = h.start();
     await informer.waitForSync();
     const adds: [string, boolean][] = [];
     const registration = informer.addEventHandler({
@@ -261,15 +222,15 @@ describe("Informer", T, () => {
     await eventually("the late handler synced", () => registration.hasSynced());
     assert.deepEqual(adds.sort(), [["a", true], ["b", true]]);
     registration.remove();
-    server.put("c", { v: "1" });
+    h.server.put("c", { v: "1" });
     await eventually("the store has c", () => informer.store.size === 3);
     await new Promise((resolve) => setTimeout(resolve, 20));
     assert.equal(adds.length, 2, "a removed handler hears nothing more");
   });
 
   it("re-delivers every object as an update on each resync", T, async () => {
-    server.put("a", { v: "1" });
-    const informer = start({ resyncPeriod: 50 });
+    h.server.put("a", { v: "1" });
+    const informer = h.start({ resyncPeriod: 50 });
     const updates: DeepReadonly<CM>[][] = [];
     informer.addEventHandler({ onUpdate: (old, cm) => updates.push([old, cm]) });
     await informer.waitForSync();
@@ -278,23 +239,23 @@ describe("Informer", T, () => {
   });
 
   it("asks for metadata only with the PartialObjectMetadata Accept header", T, async () => {
-    server.refuseStreamingList = true;
-    server.put("a", { v: "1" });
-    const informer = start({ metadataOnly: true });
+    h.server.refuseStreamingList = true;
+    h.server.put("a", { v: "1" });
+    const informer = h.start({ metadataOnly: true });
     await informer.waitForSync();
-    const list = server.requests.find((r) => r.url.searchParams.get("watch") !== "true")!;
+    const list = h.server.requests.find((r) => r.url.searchParams.get("watch") !== "true")!;
     assert.match(list.accept ?? "", /as=PartialObjectMetadataList;g=meta.k8s.io;v=v1/);
-    const watch = server.requests.find((r) => r.url.searchParams.get("watch") === "true")!;
+    const watch = h.server.requests.find((r) => r.url.searchParams.get("watch") === "true")!;
     assert.match(watch.accept ?? "", /as=PartialObjectMetadata;g=meta.k8s.io;v=v1/);
     assert.equal(informer.store.get(`${NAMESPACE}/a`)!.kind, "ConfigMap");
   });
 
   it("refuses to run twice and stops when its signal aborts", T, async () => {
-    const informer = start();
+    const informer = h.start();
     await informer.waitForSync();
-    await assert.rejects(informer.run(stop.signal), /already running/);
-    stop.abort();
-    await running;
+    await assert.rejects(informer.run(h.stop.signal), /already running/);
+    h.stop.abort();
+    await h.running;
     assert.equal(informer.health().state, "Stopped");
   });
 });

@@ -1,10 +1,10 @@
 // The informer's pieces on their own (the watcher without a store, the reflector without a
 // watcher), and the informer healing from watches that can never succeed: refused
 // resourceVersions, silent connections, and readiness while it cannot.
-import { after, afterEach, before, beforeEach, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { ConfigMap } from "../../lib/api/builtins.ts";
-import { Informer, type InformerOptions } from "../../lib/cache/informer.ts";
+import { Informer } from "../../lib/cache/informer.ts";
 import { Reflector, type StoreChange } from "../../lib/cache/reflector.ts";
 import { Store } from "../../lib/cache/store.ts";
 import {
@@ -15,11 +15,10 @@ import {
   type WatcherEvent,
 } from "../../lib/cache/watcher.ts";
 import { ApiError } from "../../lib/kube/errors.ts";
-import { RestClient } from "../../lib/kube/rest.ts";
 import { informersReady } from "../../lib/healthz/healthz.ts";
-import { FakeWatchServer, NAMESPACE } from "../support/fake_watch_server.ts";
+import { NAMESPACE } from "../support/fake_watch_server.ts";
 import { eventually } from "../support/eventually.ts";
-import { captureLogs } from "../support/logs.ts";
+import { useInformerHarness } from "../support/informer_harness.ts";
 
 type CM = ConfigMap;
 const T = { timeout: 30_000 };
@@ -140,57 +139,20 @@ describe("Reflector", T, () => {
 });
 
 describe("watcher and healing informers", T, () => {
-  let server: FakeWatchServer;
-  let rest: RestClient;
-  let stop: AbortController;
-  let running: Promise<void> | undefined;
-  let logs: Awaited<ReturnType<typeof captureLogs>>;
-
-  before(async () => {
-    logs = await captureLogs();
-  }, T);
-  after(async () => {
-    await logs.stop();
-  }, T);
-
-  beforeEach(async () => {
-    server = new FakeWatchServer();
-    await server.start();
-    rest = new RestClient(server.config(), { maxRetries: 0 });
-    stop = new AbortController();
-    logs.records.length = 0;
-  }, T);
-
-  afterEach(async () => {
-    stop.abort();
-    await running;
-    running = undefined;
-    rest.close();
-    await server.stop();
-  }, T);
-
-  function start(options: InformerOptions<CM> = {}): Informer<CM> {
-    const informer = new Informer(rest, ConfigMap, {
-      namespace: NAMESPACE,
-      backoff: { initial: 10, max: 50 },
-      ...options,
-    });
-    running = informer.run(stop.signal);
-    return informer;
-  }
+  const h = useInformerHarness(T);
 
   function converged(informer: Informer<CM>): boolean {
     const ours = informer.store.list().map((o) =>
       `${o.metadata?.name}@${o.metadata?.resourceVersion}`
     );
-    const theirs = [...server.objects.values()].map((o) =>
+    const theirs = [...h.server.objects.values()].map((o) =>
       `${o.metadata.name}@${o.metadata.resourceVersion}`
     );
     return JSON.stringify(ours.sort()) === JSON.stringify(theirs.sort());
   }
 
   function watchesFrom(rv: string): number {
-    return server.requests.filter((r) =>
+    return h.server.requests.filter((r) =>
       r.url.searchParams.get("watch") === "true" && r.url.searchParams.get("resourceVersion") === rv
     ).length;
   }
@@ -203,20 +165,20 @@ describe("watcher and healing informers", T, () => {
   }
 
   it("yields Init, InitApply, InitDone, then Apply and Delete, with no store", T, async () => {
-    server.put("a", { v: "1" });
-    server.put("b", { v: "1" });
+    h.server.put("a", { v: "1" });
+    h.server.put("b", { v: "1" });
     const seen: string[] = [];
-    const events = watcher(rest, ConfigMap, {
+    const events = watcher(h.rest, ConfigMap, {
       namespace: NAMESPACE,
-      signal: stop.signal,
+      signal: h.stop.signal,
       backoff: { initial: 10, max: 50 },
     });
     for await (const event of events) {
       seen.push(summary(event));
       if (event.type === "InitDone") {
         assert.equal(events.status().state, "Watching");
-        server.put("a", { v: "2" });
-        server.remove("b");
+        h.server.put("a", { v: "2" });
+        h.server.remove("b");
       }
       if (event.type === "Delete") break;
     }
@@ -228,24 +190,24 @@ describe("watcher and healing informers", T, () => {
       "Apply a 2",
       "Delete b 1",
     ]);
-    await eventually("leaving the loop closed the connection", () => server.openWatches === 0);
+    await eventually("leaving the loop closed the connection", () => h.server.openWatches === 0);
     assert.throws(() => events[Symbol.asyncIterator](), /already iterated/);
   });
 
   it("skips events that are not newer than where it resumes from", T, async () => {
-    server.put("a", { v: "1" });
+    h.server.put("a", { v: "1" });
     const stale = JSON.stringify({
       type: "MODIFIED",
       object: { ...cm("a", "50", "stale") },
     });
-    const duplicate = JSON.stringify({ type: "ADDED", object: server.objects.get("a") });
-    server.injectLines = [stale, duplicate];
+    const duplicate = JSON.stringify({ type: "ADDED", object: h.server.objects.get("a") });
+    h.server.injectLines = [stale, duplicate];
     const seen: string[] = [];
     for await (
-      const event of watcher(rest, ConfigMap, { namespace: NAMESPACE, signal: stop.signal })
+      const event of watcher(h.rest, ConfigMap, { namespace: NAMESPACE, signal: h.stop.signal })
     ) {
       seen.push(summary(event));
-      if (event.type === "InitDone") server.put("b", { v: "1" });
+      if (event.type === "InitDone") h.server.put("b", { v: "1" });
       if (event.type === "Apply") break;
     }
     assert.deepEqual(seen, ["Init", "InitApply a 1", "InitDone", "Apply b 1"]);
@@ -257,22 +219,22 @@ describe("watcher and healing informers", T, () => {
       `relists when every watch from a bookmark's resourceVersion is refused with ${how}`,
       T,
       async () => {
-        server.refuseInStream = inStream;
-        server.put("a", { v: "1" });
-        const informer = start();
+        h.server.refuseInStream = inStream;
+        h.server.put("a", { v: "1" });
+        const informer = h.start();
         await informer.waitForSync();
-        server.injectLines = [bookmark("not-a-number")];
-        server.afterInject = "end";
-        server.closeWatches();
+        h.server.injectLines = [bookmark("not-a-number")];
+        h.server.afterInject = "end";
+        h.server.closeWatches();
         await eventually(
           "the watch is refused twice, then relisted",
           () => informer.health().lists === 2,
         );
         assert.equal(watchesFrom("not-a-number"), 2, "the refusal is retried once, then relisted");
-        server.put("b", { v: "1" });
+        h.server.put("b", { v: "1" });
         await eventually("the store converges", () => converged(informer));
         assert.ok(
-          logs.records.some((r) => /keeps failing/.test(r.message.join(""))),
+          h.records.some((r) => /keeps failing/.test(r.message.join(""))),
           "the relist is logged with its reason",
         );
         assert.equal(informer.health().lastError, undefined);
@@ -284,57 +246,57 @@ describe("watcher and healing informers", T, () => {
       `relists at once on 504 ResourceVersionTooLarge as ${how504} (an etcd restore)`,
       T,
       async () => {
-        server.refuseInStream = inStream;
-        server.put("a", { v: "1" });
-        const informer = start();
+        h.server.refuseInStream = inStream;
+        h.server.put("a", { v: "1" });
+        const informer = h.start();
         await informer.waitForSync();
-        server.injectLines = [bookmark("99999999")];
-        server.afterInject = "end";
-        server.closeWatches();
+        h.server.injectLines = [bookmark("99999999")];
+        h.server.afterInject = "end";
+        h.server.closeWatches();
         await eventually("the store is relisted", () => informer.health().lists === 2);
         assert.equal(
           watchesFrom("99999999"),
           1,
           "no second try at a resourceVersion from the future",
         );
-        server.put("b", { v: "1" });
+        h.server.put("b", { v: "1" });
         await eventually("the store converges", () => converged(informer));
       },
     );
   }
 
   it("restarts a watch that stalls mid-line, past its idle deadline", T, async () => {
-    server.put("a", { v: "1" });
-    const informer = start({ idleTimeout: 200 });
+    h.server.put("a", { v: "1" });
+    const informer = h.start({ idleTimeout: 200 });
     await informer.waitForSync();
-    server.injectLines = [new TextEncoder().encode('{"type":"MODIFIED","object":{"meta')];
-    server.afterInject = "stall";
-    server.closeWatches();
-    await eventually("the half line was sent", () => server.injections === 1);
-    server.put("b", { v: "1" });
+    h.server.injectLines = [new TextEncoder().encode('{"type":"MODIFIED","object":{"meta')];
+    h.server.afterInject = "stall";
+    h.server.closeWatches();
+    await eventually("the half line was sent", () => h.server.injections === 1);
+    h.server.put("b", { v: "1" });
     await eventually("a new watch catches up", () => converged(informer));
-    assert.ok(logs.records.some((r) => /no event for/.test(String(r.properties.error))));
+    assert.ok(h.records.some((r) => /no event for/.test(String(r.properties.error))));
   });
 
   it(
     "fails readiness, naming it, while an informer is stuck in backoff, and recovers",
     T,
     async () => {
-      server.put("a", { v: "1" });
-      const informer = start({ unhealthyAfter: 100 });
+      h.server.put("a", { v: "1" });
+      const informer = h.start({ unhealthyAfter: 100 });
       await informer.waitForSync();
       const ready = informersReady(() => [informer.health()]);
       ready();
-      server.refuseAll = { code: 403, reason: "Forbidden" };
-      server.closeWatches();
+      h.server.refuseAll = { code: 403, reason: "Forbidden" };
+      h.server.closeWatches();
       await eventually("the informer is stuck", () => informer.health().stuck === true);
       assert.throws(
         () => ready(),
         /ConfigMap in ns: watch failing \(.*refused \(403 Forbidden\)\) for \d+ s/,
       );
       assert.ok(informer.health().failingSince! <= Date.now());
-      server.refuseAll = undefined;
-      server.put("b", { v: "1" });
+      h.server.refuseAll = undefined;
+      h.server.put("b", { v: "1" });
       await eventually("the store converges", () => converged(informer));
       await eventually("readiness passes again", () => informer.health().stuck === false);
       ready();
@@ -345,32 +307,32 @@ describe("watcher and healing informers", T, () => {
     "backs off, rather than spinning, when every watch ends at once without an event",
     T,
     async () => {
-      server.put("a", { v: "1" });
-      const informer = start();
+      h.server.put("a", { v: "1" });
+      const informer = h.start();
       await informer.waitForSync();
-      server.endWatchesAtOnce = true;
-      server.closeWatches();
+      h.server.endWatchesAtOnce = true;
+      h.server.closeWatches();
       await eventually(
         "the empty watch counts as a failure",
         () => /ended at once/.test(informer.health().lastError ?? ""),
       );
       assert.ok(informer.health().failingSince !== undefined);
-      server.endWatchesAtOnce = false;
-      server.put("b", { v: "1" });
+      h.server.endWatchesAtOnce = false;
+      h.server.put("b", { v: "1" });
       await eventually("the store converges", () => converged(informer));
       await eventually("the failure is over", () => informer.health().lastError === undefined);
     },
   );
 
   it("does not fail readiness for a short backoff", T, async () => {
-    server.put("a", { v: "1" });
-    const informer = start({ unhealthyAfter: 60_000 });
+    h.server.put("a", { v: "1" });
+    const informer = h.start({ unhealthyAfter: 60_000 });
     await informer.waitForSync();
-    server.refuseAll = { code: 500, reason: "InternalError" };
-    server.closeWatches();
+    h.server.refuseAll = { code: 500, reason: "InternalError" };
+    h.server.closeWatches();
     await eventually("the watch is failing", () => informer.health().failingSince !== undefined);
     assert.equal(informer.health().stuck, false);
     informersReady(() => [informer.health()])();
-    server.refuseAll = undefined;
+    h.server.refuseAll = undefined;
   });
 });
