@@ -637,12 +637,15 @@ export async function measureRelist(
     );
   }
   const count = (kind: RequestKind) => since.filter((r) => r.kind === kind).length;
+  // When the client started to relist: client-go backs off after a 410, the others do not.
+  const first = since.find((r) => r.kind === "list" || r.kind === "watch-list");
   return {
     steadyRssBytes: steady.rss,
     relistPeakBytes: after.hwm,
     peakOverSteady: after.hwm / steady.rss,
     rssAfterRelistBytes: after.rss,
     relistMs: relist.relistedAt - relist.expiredAt,
+    relistStartMs: first === undefined ? -1 : first.at - relist.expiredAt,
     goneMs: relist.goneAt === undefined ? -1 : relist.goneAt - relist.expiredAt,
     relistLists: count("list"),
     relistWatchLists: count("watch-list"),
