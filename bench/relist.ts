@@ -627,15 +627,23 @@ export async function measureRelist(
   const relist = await proxy.waitForRelist(options.collection, options.timeoutMs);
   await sleep(options.settleMs);
   const after = processMemory(pid);
-  const since = proxy.requests.slice(seenBefore).filter((r) => r.kind !== "other");
-  for (const r of since) {
-    options.log?.(
-      `  +${(r.at - relist.expiredAt).toFixed(0)} ms ${r.method} ${r.url} → ${r.status ?? "…"}` +
-        `${r.encoding ? ` ${r.encoding}` : ""}, ${r.bytes} B${
-          r.endedAt ? `, ended +${(r.endedAt - relist.expiredAt).toFixed(0)} ms` : ""
-        }`,
-    );
-  }
+  const reads = (records: readonly ProxyRequestRecord[]) =>
+    records.filter((r) => r.kind !== "other");
+  const since = reads(proxy.requests.slice(seenBefore));
+  const show = (what: string, records: ProxyRequestRecord[]) => {
+    options.log?.(`${what}:`);
+    for (const r of records) {
+      const at = (t: number) =>
+        `${t < relist.expiredAt ? "" : "+"}${(t - relist.expiredAt).toFixed(0)} ms`;
+      options.log?.(
+        `  ${at(r.at)} ${r.method} ${r.url} → ${r.status ?? "…"}${
+          r.encoding ? ` ${r.encoding}` : ""
+        }, ${r.bytes} B${r.endedAt ? `, ended ${at(r.endedAt)}` : ""}`,
+      );
+    }
+  };
+  show("reads while syncing (ms from the expiry)", reads(proxy.requests.slice(0, seenBefore)));
+  show("reads after the expiry", since);
   const count = (kind: RequestKind) => since.filter((r) => r.kind === kind).length;
   // When the client started to relist: client-go backs off after a 410, the others do not.
   const first = since.find((r) => r.kind === "list" || r.kind === "watch-list");

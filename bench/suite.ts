@@ -458,13 +458,12 @@ async function runMeasure(contender: Contender, measure: Measure, s: Setting): P
       if (synced.objects !== s.objects) {
         throw new Error(`synced ${synced.objects} objects, expected ${s.objects}`);
       }
-      log(`relist ${contender.name}: the requests after the expiry:`);
       return await measureRelist(proxy, running.child.pid!, {
         collection: `/api/v1/namespaces/${s.syncNamespace}/configmaps`,
         steadyMs: s.idleSettleMs,
         settleMs: RELIST_SETTLE_MS,
         timeoutMs: RELIST_TIMEOUT_MS,
-        log,
+        log: (line) => log(`relist ${contender.name}: ${line}`),
       });
     });
   }
