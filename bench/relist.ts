@@ -301,13 +301,13 @@ export class RelistProxy {
     return `https://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
   }
 
-  /** Every request seen since the start or the last {@linkcode RelistProxy.clearLog}. */
+  /** Every request seen since the start or the last {@linkcode RelistProxy.reset}. */
   get requests(): readonly ProxyRequestRecord[] {
     return this.#requests;
   }
 
   /** Forgets the request log and every collection's state (between runs). */
-  clearLog(): void {
+  reset(): void {
     this.#requests.length = 0;
     this.#states.clear();
     this.#pagedListSince.clear();

@@ -448,7 +448,7 @@ async function runMeasure(contender: Contender, measure: Measure, s: Setting): P
   if (measure === "relist") {
     // The sync through the relist proxy, held; then the forced 410 and the relist (bench/relist.ts).
     const { proxy, kubeconfig } = s.relist!;
-    proxy.clearLog();
+    proxy.reset();
     const running = start(contender, [
       ...["--kubeconfig", kubeconfig, "--mode", "sync", "--hold"],
       ...["--namespace", s.syncNamespace, "--objects", String(s.objects)],
