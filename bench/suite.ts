@@ -6,7 +6,7 @@
  * controller-runtime on protobuf. See bench/README.md.
  *
  * Usage: deno run -A bench/suite.ts [--rounds 5] [--objects 10000] [--reconcile-objects 2000]
- *   [--latency-seconds 60] [--rate 200] [--measures sync,reconcile,latency,startup]
+ *   [--latency-seconds 60] [--rate 200] [--measures sync,relist,reconcile,latency,startup]
  *   [--only name,name] [--variants on|off]
  *
  * @module
@@ -36,6 +36,14 @@ import { ENVTEST_KUBERNETES_VERSION } from "../lib/testing/assets.ts";
 import { Environment } from "../lib/testing/envtest.ts";
 import { ROOT, setup } from "../tools/setup.ts";
 import { SENT_ANNOTATION, SEQ_ANNOTATION, TOKEN_ANNOTATION } from "./contenders/measure.ts";
+import {
+  measureRelist,
+  RELIST_SETTLE_MS,
+  RELIST_TIMEOUT_MS,
+  RelistProxy,
+  upstreamFromKubeconfig,
+  writeProxyKubeconfig,
+} from "./relist.ts";
 
 const BENCH = dirname(fileURLToPath(import.meta.url));
 const RESULTS = join(BENCH, "results");
@@ -61,8 +69,8 @@ function log(message: string): void {
   process.stderr.write(`bench: ${message}\n`);
 }
 
-type Measure = "sync" | "reconcile-1" | "reconcile-10" | "latency" | "startup";
-const MEASURES: Measure[] = ["sync", "reconcile-1", "reconcile-10", "latency", "startup"];
+type Measure = "sync" | "relist" | "reconcile-1" | "reconcile-10" | "latency" | "startup";
+const MEASURES: Measure[] = ["sync", "relist", "reconcile-1", "reconcile-10", "latency", "startup"];
 
 /** One implementation under test, and what it can run. */
 interface Contender {
@@ -105,14 +113,14 @@ function contenders(): Contender[] {
     {
       name: "go-json",
       label: "Go controller-runtime, JSON",
-      measures: ["sync", "reconcile-1", "reconcile-10", "latency"],
+      measures: ["sync", "relist", "reconcile-1", "reconcile-10", "latency"],
       prepare: () => void (goBinary ||= buildGoPeer()),
       command: () => [goBinary, "--content-type", "json"],
     },
     {
       name: "client-node",
       label: "@kubernetes/client-node informer (Node)",
-      measures: ["sync"],
+      measures: ["sync", "relist"],
       prepare: installNodePeer,
       command: () => [NODE, "--expose-gc", join(NODE_PEER, "informer.mjs")],
     },
@@ -405,6 +413,8 @@ interface Setting {
   latencySeconds: number;
   rate: number;
   idleSettleMs: number;
+  /** The relist measure's proxy, and a kubeconfig that points to it. */
+  relist?: { proxy: RelistProxy; kubeconfig: string };
 }
 
 let runCounter = 0;
@@ -433,6 +443,28 @@ async function runMeasure(contender: Contender, measure: Measure, s: Setting): P
         heapPerObject: ((result.heapSyncedBytes as number) - (result.heapBaselineBytes as number)) /
           s.objects,
       };
+    });
+  }
+  if (measure === "relist") {
+    // The sync through the relist proxy, held; then the forced 410 and the relist (bench/relist.ts).
+    const { proxy, kubeconfig } = s.relist!;
+    proxy.reset();
+    const running = start(contender, [
+      ...["--kubeconfig", kubeconfig, "--mode", "sync", "--hold"],
+      ...["--namespace", s.syncNamespace, "--objects", String(s.objects)],
+    ]);
+    return await withDeadline(running, async () => {
+      const synced = await nextLine(running);
+      if (synced.objects !== s.objects) {
+        throw new Error(`synced ${synced.objects} objects, expected ${s.objects}`);
+      }
+      return await measureRelist(proxy, running.child.pid!, {
+        collection: `/api/v1/namespaces/${s.syncNamespace}/configmaps`,
+        steadyMs: s.idleSettleMs,
+        settleMs: RELIST_SETTLE_MS,
+        timeoutMs: RELIST_TIMEOUT_MS,
+        log: (line) => log(`relist ${contender.name}: ${line}`),
+      });
     });
   }
   if (measure === "reconcile-1" || measure === "reconcile-10") {
@@ -624,6 +656,12 @@ const FIGURES: Record<Measure, [field: string, label: string, format: (v: number
     ["heapPerObject", "live heap per object (B)", (v) => v.toFixed(0)],
     ["rssSyncedBytes", "RSS synced (MiB)", (v) => (v / 2 ** 20).toFixed(1)],
   ],
+  relist: [
+    ["steadyRssBytes", "steady RSS (MiB)", (v) => (v / 2 ** 20).toFixed(1)],
+    ["relistPeakBytes", "relist peak (MiB)", (v) => (v / 2 ** 20).toFixed(1)],
+    ["peakOverSteady", "peak / steady", (v) => v.toFixed(2)],
+    ["relistMs", "expire → relisted (ms)", (v) => v.toFixed(0)],
+  ],
   "reconcile-1": [
     ["ms", "time (ms)", (v) => v.toFixed(0)],
     ["objectsPerSecond", "objects/s", (v) => v.toFixed(0)],
@@ -649,6 +687,7 @@ const FIGURES: Record<Measure, [field: string, label: string, format: (v: number
 
 const MEASURE_TITLES: Record<Measure, string> = {
   sync: "Cache sync",
+  relist: "Relist after a forced 410 (peak over steady)",
   "reconcile-1": "Reconcile throughput, 1 worker",
   "reconcile-10": "Reconcile throughput, 10 workers",
   latency: "Event → reconcile latency",
@@ -887,6 +926,7 @@ async function main(): Promise<number> {
   for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal, onSignal);
   const date = new Date();
   const runs: RunRecord[] = [];
+  let relistProxy: RelistProxy | undefined;
   try {
     const config = await env.start();
     const client = newClient(config);
@@ -903,8 +943,14 @@ async function main(): Promise<number> {
       rate: options.rate,
       idleSettleMs: options.idleSettleMs,
     };
+    if (options.measures.includes("relist")) {
+      relistProxy = await RelistProxy.start(upstreamFromKubeconfig(env.kubeconfigPath));
+      const kubeconfig = join(dirname(env.kubeconfigPath), "kubeconfig-relist-proxy");
+      writeProxyKubeconfig(env.kubeconfigPath, kubeconfig, relistProxy);
+      setting.relist = { proxy: relistProxy, kubeconfig };
+    }
     const fillStart = performance.now();
-    if (options.measures.includes("sync")) {
+    if (options.measures.includes("sync") || options.measures.includes("relist")) {
       await fillNamespace(client, setting.syncNamespace, options.objects);
       const warm = await client.list(ConfigMap, { namespace: setting.syncNamespace });
       if (warm.items.length !== options.objects) throw new Error("the sync namespace is short");
@@ -963,6 +1009,7 @@ async function main(): Promise<number> {
     }
   } finally {
     killChildren();
+    await relistProxy?.close();
     await env.stop();
     for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.off(signal, onSignal);
   }

@@ -29,6 +29,7 @@ const CHECKED = [
   "bench/suite.ts",
   "bench/profile.ts",
   "bench/watch_decode.ts",
+  "bench/relist.ts",
   "bench/contenders/",
   "bench/peers/floor.ts",
 ];

@@ -43,6 +43,8 @@ export interface ContenderArgs {
   wire: string;
   /** Floor: whether to accept a gzipped body. */
   gzip: boolean;
+  /** Sync: after the sync line, keep the informer running until SIGTERM (the relist measure). */
+  hold: boolean;
   /** Milliseconds after which the contender gives up and exits non-zero. */
   timeoutMs: number;
 }
@@ -64,6 +66,7 @@ export function contenderArgs(args: string[] = process.argv.slice(2)): Contender
       timeout: { type: "string", default: "600s" },
       wire: { type: "string", default: "list" },
       gzip: { type: "string", default: "on" },
+      hold: { type: "boolean", default: false },
     },
   });
   if (!values.kubeconfig || !values.namespace) {
@@ -86,6 +89,7 @@ export function contenderArgs(args: string[] = process.argv.slice(2)): Contender
     pageSize: Number(values["page-size"]),
     wire: values.wire,
     gzip: values.gzip !== "off",
+    hold: values.hold,
     timeoutMs,
   };
 }
@@ -128,6 +132,14 @@ export function wallMs(): number {
 /** The value at quantile `q` of ascending `sorted` (nearest rank below). */
 export function quantile(sorted: number[], q: number): number {
   return sorted.length === 0 ? 0 : sorted[Math.floor((sorted.length - 1) * q)];
+}
+
+/** Resolves when the process gets SIGTERM or SIGINT (how bench/suite.ts stops a contender). */
+export function terminated(): Promise<void> {
+  return new Promise((resolve) => {
+    process.once("SIGTERM", () => resolve());
+    process.once("SIGINT", () => resolve());
+  });
 }
 
 /** Prints one JSON line for bench/suite.ts. */

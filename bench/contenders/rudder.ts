@@ -3,7 +3,8 @@
  * single binary) by bench/suite.ts. The same modes as the Go peer
  * (peers/controller-runtime/main.go):
  *
- * - `sync`: `newCache` + `getInformer(ConfigMap)` + `waitForCacheSync`; time, RSS and heap.
+ * - `sync`: `newCache` + `getInformer(ConfigMap)` + `waitForCacheSync`; time, RSS and heap. With
+ *   `--hold` the cache keeps running after the sync line until SIGTERM (the relist measure).
  * - `reconcile`: a Manager and `newControllerManagedBy(mgr).for(ConfigMap)` whose reconciler
  *   merge-patches one annotation of every object once; time, CPU seconds, RSS after.
  * - `latency`: the same controller, read-only; event → reconcile latency of the harness's changes.
@@ -34,6 +35,7 @@ import {
   rssNow,
   SENT_ANNOTATION,
   SEQ_ANNOTATION,
+  terminated,
   TOKEN_ANNOTATION,
   wallMs,
 } from "./measure.ts";
@@ -69,6 +71,7 @@ async function runSync(args: ContenderArgs): Promise<void> {
       heapSyncedBytes: synced.heap,
       objects,
     });
+    if (args.hold) await terminated();
   } finally {
     controller.abort();
     await running;

@@ -2,7 +2,8 @@
 // informer over the ConfigMaps of one namespace and prints one JSON line with the time to synced
 // and the resident memory and live heap before and after, each read after a forced GC. Its
 // informer has no transform hook, so it keeps managedFields (the others drop them).
-// Usage: node --expose-gc informer.mjs --kubeconfig <path> --namespace <ns> --objects <n>
+// With --hold the informer keeps running after that line until SIGTERM (the relist measure).
+// Usage: node --expose-gc informer.mjs --kubeconfig <path> --namespace <ns> --objects <n> [--hold]
 import process from "node:process";
 import { parseArgs } from "node:util";
 import { CoreV1Api, KubeConfig, makeInformer } from "@kubernetes/client-node";
@@ -12,7 +13,8 @@ const { values } = parseArgs({
     kubeconfig: { type: "string" },
     namespace: { type: "string" },
     objects: { type: "string" },
-    mode: { type: "string" }, // always "sync": the suite runs this peer for the sync measure only
+    mode: { type: "string" }, // always "sync": the suite runs this peer for sync and relist only
+    hold: { type: "boolean", default: false },
   },
 });
 if (!values.kubeconfig || !values.namespace) {
@@ -66,5 +68,11 @@ console.log(JSON.stringify({
   heapSyncedBytes: synced.heap,
   objects,
 }));
+if (values.hold) {
+  await new Promise((resolve) => {
+    process.once("SIGTERM", resolve);
+    process.once("SIGINT", resolve);
+  });
+}
 await informer.stop();
 process.exit(0);

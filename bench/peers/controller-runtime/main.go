@@ -2,6 +2,7 @@
 // suite (bench/suite.ts). One binary, one measure per run, chosen with --mode:
 //
 //   - sync: a cache of the ConfigMaps of one namespace; time to synced, RSS and live heap.
+//     With --hold the cache keeps running after the sync line until SIGTERM (the relist measure).
 //   - reconcile: a manager and a controller whose reconciler merge-patches one annotation of
 //     every ConfigMap once; time, CPU seconds and RSS until all are patched.
 //   - latency: the same controller, read-only; event → reconcile latency of the changes the
@@ -61,6 +62,7 @@ const (
 type options struct {
 	mode, kubeconfig, namespace, contentType, token string
 	objects, workers, count, port                   int
+	hold                                            bool
 	timeout                                         time.Duration
 }
 
@@ -77,6 +79,7 @@ func main() {
 	flags.IntVar(&o.workers, "workers", 1, "reconcile, latency: MaxConcurrentReconciles")
 	flags.IntVar(&o.count, "count", 0, "latency: how many changes the harness makes")
 	flags.IntVar(&o.port, "port", 0, "idle: port of the health probe server")
+	flags.BoolVar(&o.hold, "hold", false, "sync: keep the cache running after the sync line until SIGTERM")
 	flags.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long")
 	if err := flags.Parse(os.Args[1:]); err != nil {
 		fail(err)
@@ -193,6 +196,15 @@ func runSync(o options) error {
 		"syncMs": syncMs, "rssBaselineBytes": rssBaseline, "rssSyncedBytes": rssSynced,
 		"heapBaselineBytes": heapBaseline, "heapSyncedBytes": heapSynced, "objects": objects,
 	})
+	if o.hold {
+		stop, cancelStop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+		defer cancelStop()
+		select {
+		case <-stop.Done():
+		case err := <-startErr:
+			return fmt.Errorf("cache stopped while held: %v", err)
+		}
+	}
 	runtime.KeepAlive(c)
 	return nil
 }
