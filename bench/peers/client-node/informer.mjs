@@ -1,4 +1,4 @@
-// The @kubernetes/client-node contender of Rudder's cache benchmark (bench/cache.ts): syncs an
+// The @kubernetes/client-node contender of the benchmark suite (bench/suite.ts): syncs an
 // informer over the ConfigMaps of one namespace and prints one JSON line with the time to synced
 // and the resident memory and live heap before and after, each read after a forced GC. Its
 // informer has no transform hook, so it keeps managedFields (the others drop them).
