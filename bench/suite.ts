@@ -94,7 +94,7 @@ function denoCommand(script: string, v8Flags: readonly string[] = []): string[] 
 
 let goBinary = "";
 let bunBinary = "";
-let bunSmolBinary = "";
+const bunVariantBinaries: Record<string, string> = {};
 
 function contenders(): Contender[] {
   const all: Contender[] = [
@@ -202,7 +202,26 @@ function contenders(): Contender[] {
     {
       name: "rudder-bun-binary:smol",
       label: "Rudder (Bun single binary), --compile-exec-argv=--smol",
-      command: () => [bunSmolBinary ||= buildBunBinary(["--compile-exec-argv=--smol"], "smol")],
+      command: () => [
+        bunVariantBinaries.smol ||= buildBunBinary(
+          [...BUN_COMPILE_FLAGS, "--compile-exec-argv=--smol"],
+          "smol",
+        ),
+      ],
+      measures: ["startup"],
+    },
+    {
+      name: "rudder-bun-binary:minify",
+      label: "Rudder (Bun single binary), --minify instead of --bytecode",
+      command: () => [bunVariantBinaries.minify ||= buildBunBinary(["--minify"], "minify")],
+      measures: ["startup"],
+    },
+    {
+      name: "rudder-bun-binary:bytecode+minify",
+      label: "Rudder (Bun single binary), --bytecode and --minify",
+      command: () => [
+        bunVariantBinaries.both ||= buildBunBinary([...BUN_COMPILE_FLAGS, "--minify"], "both"),
+      ],
       measures: ["startup"],
     },
   ];
@@ -269,16 +288,16 @@ function buildGoPeer(): string {
 }
 
 /**
- * The Rudder contender as a Bun single binary, compiled as `rudder build --runtime bun` does
- * (`BUN_COMPILE_FLAGS`) plus `extra`; rebuilt every run.
+ * The Rudder contender as a Bun single binary, compiled with `flags` (by default as
+ * `rudder build --runtime bun` does: `BUN_COMPILE_FLAGS`); rebuilt every run.
  */
-function buildBunBinary(extra: string[] = [], suffix = ""): string {
+function buildBunBinary(flags: readonly string[] = BUN_COMPILE_FLAGS, suffix = ""): string {
   const output = join(benchCacheDirectory(), `rudder-bun-binary${suffix ? `-${suffix}` : ""}`);
   mkdirSync(dirname(output), { recursive: true });
   log(`building ${output}`);
   runSetupCommand(
     BUN,
-    ["build", "--compile", ...BUN_COMPILE_FLAGS, ...extra, RUDDER, "--outfile", output],
+    ["build", "--compile", ...flags, RUDDER, "--outfile", output],
     ROOT,
   );
   return output;

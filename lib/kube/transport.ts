@@ -196,9 +196,38 @@ function checkCaData(caData: string | undefined, server: string): void {
 
 /** A header name fetch accepts: an RFC 9110 token. */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-/** What fetch refuses in a header value (after trimming): NUL, CR, LF, beyond Latin-1. */
-const BAD_HEADER_VALUE = /[\0\r\n\u0100-\uffff]/;
-const HTTP_WHITESPACE = /^[\t\n\r ]+|[\t\n\r ]+$/g;
+/** Header names already checked, by their spelling: requests repeat a handful of them. */
+const checkedNames = new Map<string, string>();
+
+/** `name` in lower case; a TypeError for a name that is not a token. */
+function headerKey(name: string): string {
+  let key = checkedNames.get(name);
+  if (key === undefined) {
+    if (!HEADER_NAME.test(name)) throw new TypeError(`invalid header name: ${name}`);
+    key = name.toLowerCase();
+    if (checkedNames.size < 1000) checkedNames.set(name, key);
+  }
+  return key;
+}
+
+function isHttpWhitespace(code: number): boolean {
+  return code === 0x20 || code === 0x09 || code === 0x0a || code === 0x0d;
+}
+
+/** `value` trimmed of HTTP white space; a TypeError for NUL, CR, LF or beyond Latin-1 inside. */
+function headerValue(name: string, value: string): string {
+  let start = 0;
+  let end = value.length;
+  while (start < end && isHttpWhitespace(value.charCodeAt(start))) start++;
+  while (end > start && isHttpWhitespace(value.charCodeAt(end - 1))) end--;
+  for (let i = start; i < end; i++) {
+    const code = value.charCodeAt(i);
+    if (code === 0 || code === 0x0a || code === 0x0d || code > 0xff) {
+      throw new TypeError(`invalid value of header ${name}`);
+    }
+  }
+  return start === 0 && end === value.length ? value : value.slice(start, end);
+}
 
 /**
  * `init` as a record of lower-case header names, as `new Headers(init)` would make it: the same
@@ -213,18 +242,20 @@ export function headerRecord(init: HeadersInit | undefined): Record<string, stri
     init.forEach((value, name) => void (out[name] = value));
     return out;
   }
-  const pairs: Iterable<readonly string[]> = Array.isArray(init) || Symbol.iterator in init
-    ? init as Iterable<readonly string[]>
-    : Object.entries(init);
-  for (const pair of pairs) {
-    if (pair.length !== 2) throw new TypeError("a header must be a name and a value");
-    const name = String(pair[0]);
-    const value = String(pair[1]).replace(HTTP_WHITESPACE, "");
-    if (!HEADER_NAME.test(name)) throw new TypeError(`invalid header name: ${name}`);
-    if (BAD_HEADER_VALUE.test(value)) throw new TypeError(`invalid value of header ${name}`);
-    const key = name.toLowerCase();
+  const add = (name: string, raw: string) => {
+    const key = headerKey(name);
+    const value = headerValue(name, raw);
     out[key] = key in out ? `${out[key]}, ${value}` : value;
+  };
+  if (Array.isArray(init) || Symbol.iterator in init) {
+    for (const pair of init as Iterable<readonly string[]>) {
+      if (pair.length !== 2) throw new TypeError("a header must be a name and a value");
+      add(String(pair[0]), String(pair[1]));
+    }
+    return out;
   }
+  const record = init as Record<string, string>;
+  for (const name of Object.keys(record)) add(name, String(record[name]));
   return out;
 }
 

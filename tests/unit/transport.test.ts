@@ -62,11 +62,17 @@ describe("headerRecord", () => {
   }
 
   it("holds what new Headers(init) holds, from a record, pairs or a Headers", () => {
-    const record = { Accept: "application/json", "X-Trim": "  a b\t", "content-TYPE": "x/y" };
+    const record = {
+      Accept: "application/json",
+      "X-Trim": "  a b\t",
+      "X-Lines": "\r\nv\n",
+      "content-TYPE": "x/y",
+    };
     assert.deepEqual(headerRecord(record), viaHeaders(record));
     assert.deepEqual(headerRecord(record), {
       accept: "application/json",
       "x-trim": "a b",
+      "x-lines": "v",
       "content-type": "x/y",
     });
     const pairs: [string, string][] = [["X-A", "1"], ["x-a", "2"], ["X-B", "é"]];
