@@ -39,7 +39,14 @@ interface Figure {
 export interface Results {
   date: string;
   reference: string;
-  options: { rounds: number; objects: number; reconcileObjects: number; measures: string[] };
+  options: {
+    rounds: number;
+    objects: number;
+    reconcileObjects: number;
+    latencySeconds: number;
+    rate: number;
+    measures: string[];
+  };
   cpuCount: number;
   machine: string[];
   contenders: { name: string; label: string }[];
@@ -59,7 +66,7 @@ const COLUMNS: [name: string, heading: string][] = [
 
 /** The rows: measure, field, what it is, how to write the reference's own value. */
 const ROWS: [measure: string, field: string, label: string, value: (v: number) => string][] = [
-  ["sync", "syncMs", "cache sync, 10,000 ConfigMaps: time to synced", (v) => `${v.toFixed(0)} ms`],
+  ["sync", "syncMs", "cache sync: time to synced", (v) => `${v.toFixed(0)} ms`],
   ["sync", "rssPerObject", "cache sync: RSS per object", (v) => `${v.toFixed(0)} B`],
   ["sync", "heapPerObject", "cache sync: live heap per object", (v) => `${v.toFixed(0)} B`],
   ["reconcile-1", "objectsPerSecond", "reconcile, 1 worker: objects/s", (v) => v.toFixed(0)],
@@ -106,7 +113,11 @@ export function renderSection(results: Results, file: string): string {
     `<!-- bench:begin ${file} -->`,
     "",
     `The latest run, ${when}: \`${file}\` (and its \`.md\`), ${results.options.rounds} rounds, ` +
-    `measures ${results.options.measures.join(", ")}; ${cpu}, machine load ${loadRange(results)} ` +
+    `measures ${results.options.measures.join(", ")} (sync of ` +
+    `${results.options.objects.toLocaleString("en")} ConfigMaps, reconciles of ` +
+    `${results.options.reconcileObjects.toLocaleString("en")}, latency over ` +
+    `${results.options.latencySeconds} s at ${results.options.rate} changes/s); ` +
+    `${cpu}, machine load ${loadRange(results)} ` +
     `(1-minute average); ${rudder}; ${runtimes.join(", ")}. ` +
     `Each cell is the median of the per-round ratios against Go controller-runtime on protobuf ` +
     `in the same round (min–max in brackets); Go's column holds its median value. Below 1× is ` +
