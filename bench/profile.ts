@@ -11,7 +11,7 @@
  * @module
  */
 
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -270,6 +270,16 @@ async function main(): Promise<void> {
       "",
     ].join("\n");
     writeFileSync(`${base}.md`, text);
+    // As the suite does: the file is committed, and `deno task check` checks its format.
+    spawnSync(process.execPath, [
+      "fmt",
+      "--quiet",
+      "--config",
+      join(ROOT, "deno.json"),
+      `${base}.md`,
+    ], {
+      stdio: "ignore",
+    });
     console.log(text);
   } finally {
     await env.stop();
