@@ -175,6 +175,12 @@ function contenders(): Contender[] {
       measures: ["sync", "reconcile-10", "startup"],
     },
     {
+      name: "rudder-deno:semi2",
+      label: "Rudder (Deno), --max-semi-space-size=2",
+      command: () => denoCommand(RUDDER, ["--max-semi-space-size=2"]),
+      measures: ["sync", "reconcile-10", "startup"],
+    },
+    {
       name: "rudder-deno:single-gc",
       label: "Rudder (Deno), + --single-threaded-gc",
       command: () => denoCommand(RUDDER, [...DENO_V8_FLAGS, "--single-threaded-gc"]),
