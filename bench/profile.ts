@@ -6,12 +6,12 @@
  * keeps the raw .cpuprofile next to it (open it in Chrome DevTools).
  *
  * Usage: deno run -A bench/profile.ts [--runtime deno|bun] [--mode reconcile|sync]
- *   [--objects 2000] [--workers 10]
+ *   [--objects 2000] [--workers 10] [--name <suffix>] (the file then ends in -<suffix>)
  *
  * @module
  */
 
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -19,6 +19,7 @@ import { dirname, join } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { DENO_V8_FLAGS } from "../cli/project.ts";
 import { type Client, newClient } from "../lib/client/client.ts";
 import { Environment } from "../lib/testing/envtest.ts";
 import { ROOT, setup } from "../tools/setup.ts";
@@ -92,7 +93,8 @@ async function profileDeno(args: string[]): Promise<{ profile: CpuProfile; resul
     "--config",
     join(ROOT, "deno.json"),
     `--inspect-wait=127.0.0.1:${port}`,
-    "--v8-flags=--expose-gc",
+    // What Rudder ships (rudder build, rudder dev, the scaffold), as the suite runs it.
+    `--v8-flags=${["--expose-gc", ...DENO_V8_FLAGS].join(",")}`,
     RUDDER,
     ...args,
   ], { BENCH_HOLD_MS: "60000" });
@@ -212,6 +214,7 @@ async function main(): Promise<void> {
       mode: { type: "string", default: "reconcile" },
       objects: { type: "string", default: "2000" },
       workers: { type: "string", default: "10" },
+      name: { type: "string" },
     },
   });
   const objects = Number(values.objects);
@@ -240,7 +243,12 @@ async function main(): Promise<void> {
       ? await profileBun(args)
       : await profileDeno(args);
     const date = new Date().toISOString().slice(0, 10);
-    const base = join(BENCH, "results", `profile-${values.mode}-${values.runtime}-${date}`);
+    const suffix = values.name ? `-${values.name}` : "";
+    const base = join(
+      BENCH,
+      "results",
+      `profile-${values.mode}-${values.runtime}-${date}${suffix}`,
+    );
     mkdirSync(dirname(base), { recursive: true });
     writeFileSync(`${base}.cpuprofile`, JSON.stringify(profile));
     const text = [
@@ -262,6 +270,16 @@ async function main(): Promise<void> {
       "",
     ].join("\n");
     writeFileSync(`${base}.md`, text);
+    // As the suite does: the file is committed, and `deno task check` checks its format.
+    spawnSync(process.execPath, [
+      "fmt",
+      "--quiet",
+      "--config",
+      join(ROOT, "deno.json"),
+      `${base}.md`,
+    ], {
+      stdio: "ignore",
+    });
     console.log(text);
   } finally {
     await env.stop();

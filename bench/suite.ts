@@ -7,7 +7,7 @@
  *
  * Usage: deno run -A bench/suite.ts [--rounds 5] [--objects 10000] [--reconcile-objects 2000]
  *   [--latency-seconds 60] [--rate 200] [--measures sync,relist,reconcile,latency,startup]
- *   [--only name,name] [--variants on|off]
+ *   [--only name,name] [--variants on|off] [--name <suffix>]
  *
  * @module
  */
@@ -35,6 +35,8 @@ import { ConfigMap } from "../lib/api/mod.ts";
 import { ENVTEST_KUBERNETES_VERSION } from "../lib/testing/assets.ts";
 import { Environment } from "../lib/testing/envtest.ts";
 import { ROOT, setup } from "../tools/setup.ts";
+import { BUN_COMPILE_FLAGS } from "../cli/build.ts";
+import { DENO_V8_FLAGS } from "../cli/project.ts";
 import { SENT_ANNOTATION, SEQ_ANNOTATION, TOKEN_ANNOTATION } from "./contenders/measure.ts";
 import {
   measureRelist,
@@ -86,7 +88,7 @@ interface Contender {
   variant?: boolean;
 }
 
-function denoCommand(script: string, v8Flags: string[] = []): string[] {
+function denoCommand(script: string, v8Flags: readonly string[] = []): string[] {
   return [
     DENO,
     "run",
@@ -100,6 +102,7 @@ function denoCommand(script: string, v8Flags: string[] = []): string[] {
 
 let goBinary = "";
 let bunBinary = "";
+const bunVariantBinaries: Record<string, string> = {};
 
 function contenders(): Contender[] {
   const all: Contender[] = [
@@ -128,7 +131,8 @@ function contenders(): Contender[] {
       name: "rudder-deno",
       label: "Rudder (Deno)",
       measures: MEASURES,
-      command: () => denoCommand(RUDDER),
+      // What Rudder ships: the V8 flags of `rudder build`, `rudder dev` and the scaffold.
+      command: () => denoCommand(RUDDER, DENO_V8_FLAGS),
     },
     {
       name: "rudder-bun",
@@ -164,35 +168,78 @@ function contenders(): Contender[] {
       }
     }
   }
-  // The memory investigation: what returns the memory Deno's allocator keeps after the list.
-  const trim = { MALLOC_TRIM_THRESHOLD_: "131072", MALLOC_MMAP_THRESHOLD_: "131072" };
-  const paged = ["--page-size", "500"];
-  const variants: [string, string, string[], Record<string, string>, string[], Measure[]][] = [
-    ["arena2", "MALLOC_ARENA_MAX=2", [], { MALLOC_ARENA_MAX: "2" }, [], ["sync"]],
-    ["trim", "malloc trim and mmap thresholds 128 KiB", [], trim, [], ["sync"]],
-    ["paged", "paged list, 500 per page", [], {}, paged, ["sync"]],
-    ["trim+paged", "malloc thresholds 128 KiB and paged list", [], trim, paged, ["sync"]],
-    ["semi1", "--max-semi-space-size=1", ["--max-semi-space-size=1"], {}, [], MEASURES],
-    ["semi4", "--max-semi-space-size=4", ["--max-semi-space-size=4"], {}, [], ["sync"]],
-    [
-      "semi1+paged",
-      "--max-semi-space-size=1 and paged list",
-      ["--max-semi-space-size=1"],
-      {},
-      paged,
-      ["sync"],
-    ],
+  // The memory investigation: Rudder with runtime settings other than what it ships.
+  const variants: {
+    name: string;
+    label: string;
+    command: () => string[];
+    env?: Record<string, string>;
+    measures: Measure[];
+  }[] = [
+    {
+      name: "rudder-deno:v8-defaults",
+      label: "Rudder (Deno), V8's defaults (no --max-semi-space-size)",
+      command: () => denoCommand(RUDDER, []),
+      measures: ["sync", "reconcile-10", "startup"],
+    },
+    {
+      name: "rudder-deno:semi2",
+      label: "Rudder (Deno), --max-semi-space-size=2",
+      command: () => denoCommand(RUDDER, ["--max-semi-space-size=2"]),
+      measures: ["sync", "reconcile-10", "startup"],
+    },
+    {
+      name: "rudder-deno:single-gc",
+      label: "Rudder (Deno), + --single-threaded-gc",
+      command: () => denoCommand(RUDDER, [...DENO_V8_FLAGS, "--single-threaded-gc"]),
+      measures: ["sync", "reconcile-10", "startup"],
+    },
+    {
+      name: "rudder-deno:size",
+      label: "Rudder (Deno), + --optimize-for-size",
+      command: () => denoCommand(RUDDER, [...DENO_V8_FLAGS, "--optimize-for-size"]),
+      measures: ["sync", "reconcile-10", "startup"],
+    },
+    {
+      name: "rudder-bun:smol",
+      label: "Rudder (Bun), --smol",
+      command: () => [BUN, "--smol", "run", RUDDER],
+      measures: ["sync", "reconcile-10", "startup"],
+    },
+    {
+      name: "rudder-bun:ram256",
+      label: "Rudder (Bun), BUN_JSC_forceRAMSize 256 MiB",
+      command: () => [BUN, "run", RUDDER],
+      env: { BUN_JSC_forceRAMSize: String(256 * 2 ** 20) },
+      measures: ["sync", "reconcile-10", "startup"],
+    },
+    {
+      name: "rudder-bun-binary:smol",
+      label: "Rudder (Bun single binary), --compile-exec-argv=--smol",
+      command: () => [
+        bunVariantBinaries.smol ||= buildBunBinary(
+          [...BUN_COMPILE_FLAGS, "--compile-exec-argv=--smol"],
+          "smol",
+        ),
+      ],
+      measures: ["startup"],
+    },
+    {
+      name: "rudder-bun-binary:minify",
+      label: "Rudder (Bun single binary), --minify instead of --bytecode",
+      command: () => [bunVariantBinaries.minify ||= buildBunBinary(["--minify"], "minify")],
+      measures: ["startup"],
+    },
+    {
+      name: "rudder-bun-binary:bytecode+minify",
+      label: "Rudder (Bun single binary), --bytecode and --minify",
+      command: () => [
+        bunVariantBinaries.both ||= buildBunBinary([...BUN_COMPILE_FLAGS, "--minify"], "both"),
+      ],
+      measures: ["startup"],
+    },
   ];
-  for (const [suffix, what, v8Flags, env, args, measures] of variants) {
-    all.push({
-      name: `rudder-deno:${suffix}`,
-      label: `Rudder (Deno), ${what}`,
-      measures,
-      env,
-      variant: true,
-      command: () => [...denoCommand(RUDDER, v8Flags), ...args],
-    });
-  }
+  for (const variant of variants) all.push({ ...variant, variant: true });
   return all;
 }
 
@@ -254,12 +301,19 @@ function buildGoPeer(): string {
   );
 }
 
-/** The Rudder contender as a Bun single binary (`bun build --compile`), rebuilt every run. */
-function buildBunBinary(): string {
-  const output = join(benchCacheDirectory(), "rudder-bun-binary");
+/**
+ * The Rudder contender as a Bun single binary, compiled with `flags` (by default as
+ * `rudder build --runtime bun` does: `BUN_COMPILE_FLAGS`); rebuilt every run.
+ */
+function buildBunBinary(flags: readonly string[] = BUN_COMPILE_FLAGS, suffix = ""): string {
+  const output = join(benchCacheDirectory(), `rudder-bun-binary${suffix ? `-${suffix}` : ""}`);
   mkdirSync(dirname(output), { recursive: true });
   log(`building ${output}`);
-  runSetupCommand(BUN, ["build", "--compile", "--minify", RUDDER, "--outfile", output], ROOT);
+  runSetupCommand(
+    BUN,
+    ["build", "--compile", ...flags, RUDDER, "--outfile", output],
+    ROOT,
+  );
   return output;
 }
 
@@ -871,6 +925,7 @@ function parseOptions() {
       only: { type: "string" },
       variants: { type: "string", default: "on" },
       "idle-settle-ms": { type: "string", default: "3000" },
+      name: { type: "string" },
     },
   });
   const number = (name: keyof typeof values) => {
@@ -899,6 +954,7 @@ function parseOptions() {
     idleSettleMs: number("idle-settle-ms"),
     measures,
     contenders: all,
+    name: values.name,
   };
 }
 
@@ -1016,20 +1072,21 @@ async function main(): Promise<number> {
 
   const binarySizes = [
     [goBinary, "Go controller-runtime peer (all modes, -trimpath)"],
-    [bunBinary, "Rudder contender, `bun build --compile --minify`"],
+    [bunBinary, `Rudder contender, \`bun build --compile ${BUN_COMPILE_FLAGS.join(" ")}\``],
   ].filter(([path]) => path && existsSync(path)).map(([path, what]) =>
     `- ${what}: ${(statSync(path).size / 2 ** 20).toFixed(1)} MiB`
   );
   const machine = machineInfo();
-  const { contenders: _, ...shownOptions } = options;
+  const { contenders: _, name, ...shownOptions } = options;
   const text = markdown(runs, ready, { date, machine, options: shownOptions, binarySizes });
   mkdirSync(RESULTS, { recursive: true });
   const day = date.toISOString().slice(0, 10);
-  const md = join(RESULTS, `${day}.md`);
+  const base = name ? `${day}-${name}` : day;
+  const md = join(RESULTS, `${base}.md`);
   writeFileSync(md, text);
   spawnSync(DENO, ["fmt", "--quiet", "--config", join(ROOT, "deno.json"), md], { stdio: "ignore" });
   writeFileSync(
-    join(RESULTS, `${day}.json`),
+    join(RESULTS, `${base}.json`),
     JSON.stringify(
       {
         date: date.toISOString(),
@@ -1052,7 +1109,7 @@ async function main(): Promise<number> {
       2,
     ) + "\n",
   );
-  log(`wrote ${md} and ${day}.json`);
+  log(`wrote ${md} and ${base}.json`);
   console.log(readFileSync(md, "utf8"));
   return runs.some((r) => !r.ok) ? 1 : 0;
 }

@@ -1,7 +1,8 @@
 /**
  * `rudder build`: the operator as one self-contained executable, for a distroless image.
  *
- * - `--runtime deno` (the default): `deno compile` with only the permissions the operator
+ * - `--runtime deno` (the default): `deno compile` with Rudder's V8 flags (`DENO_V8_FLAGS` in
+ *   `project.ts`, baked into the executable) and only the permissions the operator
  *   needs — network to the API server and its own bind addresses, reading the service-account
  *   directory, the environment variables its configuration comes from, the host name
  *   (leader-election identity) and home directory (`~/.kube/config`) — plus what
@@ -38,6 +39,7 @@ import {
   runImageStep,
 } from "./image.ts";
 import {
+  denoV8FlagsArg,
   findProjectDir,
   loadProject,
   PROJECT_DIR_FLAG,
@@ -210,6 +212,7 @@ export function buildPlan(
     args: [
       "compile",
       ...flags,
+      denoV8FlagsArg(),
       ...(existsSync(config) ? ["--config", config] : []),
       ...(target ? ["--target", target.deno] : []),
       "--output",

@@ -206,6 +206,7 @@ async function loop(
     const denoConfig = join(settings.dir, "deno.json");
     const { command, args } = runModuleCommand(runtime, settings.main, io.env, {
       config: runtime === "deno" && existsSync(denoConfig) ? denoConfig : undefined,
+      operator: true,
     });
     io.err(`rudder dev: starting the operator: ${command} ${args.join(" ")}`);
     operator = new OperatorProcess(command, args, settings.dir, {

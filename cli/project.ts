@@ -268,18 +268,38 @@ function isScript(path: string): boolean {
   }
 }
 
+/**
+ * V8 flags Rudder runs a Deno operator with: `rudder build` (`deno compile --v8-flags`),
+ * `rudder dev` and the scaffold's `start`/`run` tasks. A 1 MiB semi-space keeps V8's young
+ * generation from growing to its maximum while a list is decoded and staying there: RSS per cached
+ * object 1.9× Go's instead of 5.1×, 40 MiB less after 2,000 reconciles, with no measurable cost
+ * in CPU or sync time (bench/README.md, "Memory on Deno").
+ */
+export const DENO_V8_FLAGS: readonly string[] = ["--max-semi-space-size=1"];
+
+/** `--v8-flags=…` of {@linkcode DENO_V8_FLAGS}, as `deno run` and `deno compile` take it. */
+export function denoV8FlagsArg(): string {
+  return `--v8-flags=${DENO_V8_FLAGS.join(",")}`;
+}
+
 /** The command that runs the TypeScript module `file` on `runtime`. */
 export function runModuleCommand(
   runtime: Runtime,
   file: string,
   env: Record<string, string | undefined>,
-  options: { config?: string } = {},
+  options: { config?: string; operator?: boolean } = {},
 ): { command: string; args: string[] } {
   const command = runtimeExecutable(runtime, env);
   if (runtime === "deno") {
     return {
       command,
-      args: ["run", "-A", ...(options.config ? ["--config", options.config] : []), file],
+      args: [
+        "run",
+        "-A",
+        ...(options.operator ? [denoV8FlagsArg()] : []),
+        ...(options.config ? ["--config", options.config] : []),
+        file,
+      ],
     };
   }
   return { command, args: [file] };

@@ -28,6 +28,7 @@ const CHECKED = [
   "examples/",
   "bench/suite.ts",
   "bench/profile.ts",
+  "bench/readme.ts",
   "bench/watch_decode.ts",
   "bench/relist.ts",
   "bench/contenders/",

@@ -485,6 +485,10 @@ class InformerCache implements Cache {
       throw new ResourceNotCachedError(type.kind);
     }
     const entry = existing ?? this.#entry(type, true)!;
+    // Synced, as nearly every read finds it: no combined signal (18 µs on Deno), no await.
+    let synced = true;
+    for (const informer of entry.informers.values()) synced &&= informer.hasSynced();
+    if (synced) return entry;
     const stop = signal ? AbortSignal.any([signal, this.#signal]) : this.#signal;
     for (const informer of entry.informers.values()) await informer.waitForSync(stop);
     return entry;

@@ -194,6 +194,71 @@ function checkCaData(caData: string | undefined, server: string): void {
   }
 }
 
+/** A header name fetch accepts: an RFC 9110 token. */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** Header names already checked, by their spelling: requests repeat a handful of them. */
+const checkedNames = new Map<string, string>();
+
+/** `name` in lower case; a TypeError for a name that is not a token. */
+function headerKey(name: string): string {
+  let key = checkedNames.get(name);
+  if (key === undefined) {
+    if (!HEADER_NAME.test(name)) throw new TypeError(`invalid header name: ${name}`);
+    key = name.toLowerCase();
+    if (checkedNames.size < 1000) checkedNames.set(name, key);
+  }
+  return key;
+}
+
+function isHttpWhitespace(code: number): boolean {
+  return code === 0x20 || code === 0x09 || code === 0x0a || code === 0x0d;
+}
+
+/** `value` trimmed of HTTP white space; a TypeError for NUL, CR, LF or beyond Latin-1 inside. */
+function headerValue(name: string, value: string): string {
+  let start = 0;
+  let end = value.length;
+  while (start < end && isHttpWhitespace(value.charCodeAt(start))) start++;
+  while (end > start && isHttpWhitespace(value.charCodeAt(end - 1))) end--;
+  for (let i = start; i < end; i++) {
+    const code = value.charCodeAt(i);
+    if (code === 0 || code === 0x0a || code === 0x0d || code > 0xff) {
+      throw new TypeError(`invalid value of header ${name}`);
+    }
+  }
+  return start === 0 && end === value.length ? value : value.slice(start, end);
+}
+
+/**
+ * `init` as a record of lower-case header names, as `new Headers(init)` would make it: the same
+ * trimmed values, repeated names joined with ", ", and a TypeError for a bad name or value.
+ * Deno's fetch takes a record about 3× faster than a Headers object (8 against 26 µs a request
+ * on the benchmark's machine), and every API call goes through here.
+ */
+export function headerRecord(init: HeadersInit | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (init === undefined) return out;
+  if (init instanceof Headers) {
+    init.forEach((value, name) => void (out[name] = value));
+    return out;
+  }
+  const add = (name: string, raw: string) => {
+    const key = headerKey(name);
+    const value = headerValue(name, raw);
+    out[key] = key in out ? `${out[key]}, ${value}` : value;
+  };
+  if (Array.isArray(init) || Symbol.iterator in init) {
+    for (const pair of init as Iterable<readonly string[]>) {
+      if (pair.length !== 2) throw new TypeError("a header must be a name and a value");
+      add(String(pair[0]), String(pair[1]));
+    }
+    return out;
+  }
+  const record = init as Record<string, string>;
+  for (const name of Object.keys(record)) add(name, String(record[name]));
+  return out;
+}
+
 function canResend(body: RequestInit["body"]): boolean {
   return body === undefined || body === null || typeof body === "string" ||
     body instanceof Uint8Array || body instanceof ArrayBuffer || body instanceof URLSearchParams;
@@ -249,27 +314,37 @@ export function newTransport(config: KubeConfig, options: TransportOptions = {})
     return current.fetcher;
   }
 
+  // The server's URL without user-info, and that user-info: parsed once per server URL (a
+  // Manager's configuration fills its server in late).
+  let parsedFor: string | undefined;
+  let server = "";
+  let userInfo: { username: string; password: string } | undefined;
+
   async function send(path: string, init: RequestInit): Promise<Response> {
     // Credentials first: a configuration that is still being loaded (a Manager's) fills in its
     // server while they are fetched.
     const credentials = await config.auth.credentials(init.signal ?? undefined);
     // A hand-made config may carry user-info in the URL; fetch refuses it, Go sends it as basic
     // auth unless there is an Authorization header. Do what Go does, keeping it out of the URL.
-    const server = redactURL(config.server);
-    const userInfo = urlUserInfo(config.server);
+    if (parsedFor !== config.server) {
+      server = redactURL(config.server);
+      userInfo = urlUserInfo(config.server);
+      parsedFor = config.server;
+    }
     const url = server + (path.startsWith("/") ? path : `/${path}`);
-    const headers = new Headers(init.headers);
-    headers.set("User-Agent", userAgent);
-    for (const [name, value] of Object.entries(credentials.headers ?? {})) {
+    const headers = headerRecord(init.headers);
+    headers["user-agent"] = userAgent;
+    for (const name in credentials.headers) {
+      const value = credentials.headers[name];
       // Checked here because runtimes quote a bad value in their error (Deno does).
       if (!isValidHeaderValue(value)) {
         throw new InvalidHeaderError(name, `the credentials of ${config.source}`);
       }
-      headers.set(name, value);
+      headers[name.toLowerCase()] = value;
     }
-    if (userInfo && !headers.has("Authorization")) {
+    if (userInfo && !("authorization" in headers)) {
       const basic = Buffer.from(`${userInfo.username}:${userInfo.password}`).toString("base64");
-      headers.set("Authorization", `Basic ${basic}`);
+      headers["authorization"] = `Basic ${basic}`;
     }
     try {
       return await fetcherFor(credentials).fetch(url, { ...init, headers });

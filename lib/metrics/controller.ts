@@ -256,6 +256,24 @@ function makeFamilies(registry: Registry, queues: Map<string, ScrapedQueue>): Fa
   };
 }
 
+/** One controller's series of the controller-runtime families, as handles. */
+interface ControllerSeries {
+  reconcileTotal(result: string): void;
+  reconcileErrors: { inc(): void };
+  terminalReconcileErrors: { inc(): void };
+  reconcilePanics: { inc(): void };
+  reconcileTimeouts: { inc(): void };
+  reconcileTime: { observe(seconds: number): void };
+  activeWorkers: { set(value: number): void };
+  maxConcurrentReconciles: { set(value: number): void };
+}
+
+type CountedSeries =
+  | "reconcileErrors"
+  | "terminalReconcileErrors"
+  | "reconcilePanics"
+  | "reconcileTimeouts";
+
 /**
  * Hooks that feed controller-runtime's controller and work-queue metric families on `registry`
  * (default: the global {@linkcode registry}); pass them as a controller's `metrics` option. The
@@ -286,50 +304,68 @@ export function controllerMetrics(registry: Registry = defaultRegistry): Control
   }
   const queues = new Map<string, ScrapedQueue>();
   const f = makeFamilies(registry, queues);
-  const started = new Set<string>();
-  /** controller-runtime's `initMetrics`: every per-controller counter at 0. */
-  const start = (controller: string) => {
-    if (started.has(controller)) return;
-    started.add(controller);
-    for (const result of RECONCILE_RESULTS) f.reconcileTotal.labels({ controller, result });
-    f.reconcileErrors.labels({ controller });
-    f.terminalReconcileErrors.labels({ controller });
-    f.reconcilePanics.labels({ controller });
-    f.reconcileTimeouts.labels({ controller });
-    f.activeWorkers.set({ controller }, 0);
+  const perController = new Map<string, ControllerSeries>();
+  /**
+   * The controller's series, as handles (a reconcile costs a map lookup, not a label check and
+   * key per metric); the first call is controller-runtime's `initMetrics`: every per-controller
+   * counter at 0.
+   */
+  const of = (controller: string): ControllerSeries => {
+    let series = perController.get(controller);
+    if (series) return series;
+    const byResult = new Map<string, { inc(): void }>(
+      RECONCILE_RESULTS.map((result) => [result, f.reconcileTotal.labels({ controller, result })]),
+    );
+    // These two show once reported, as in controller-runtime (not part of initMetrics).
+    let time: { observe(seconds: number): void } | undefined;
+    let maxConcurrent: { set(value: number): void } | undefined;
+    series = {
+      reconcileTotal: (result) =>
+        (byResult.get(result) ?? f.reconcileTotal.labels({ controller, result })).inc(),
+      reconcileErrors: f.reconcileErrors.labels({ controller }),
+      terminalReconcileErrors: f.terminalReconcileErrors.labels({ controller }),
+      reconcilePanics: f.reconcilePanics.labels({ controller }),
+      reconcileTimeouts: f.reconcileTimeouts.labels({ controller }),
+      reconcileTime: {
+        observe: (seconds) => (time ??= f.reconcileTime.labels({ controller })).observe(seconds),
+      },
+      activeWorkers: f.activeWorkers.labels({ controller }),
+      maxConcurrentReconciles: {
+        set: (value) =>
+          (maxConcurrent ??= f.maxConcurrentReconciles.labels({ controller })).set(value),
+      },
+    };
+    series.activeWorkers.set(0);
+    perController.set(controller, series);
+    return series;
   };
-  /** A hook that counts in `counter` for the controller it is given. */
-  const count = (name: string, counter: Counter<ControllerLabel>) =>
-    safely(name, (controller: string) => {
-      start(controller);
-      counter.inc({ controller });
-    });
+  const start = (controller: string) => void of(controller);
+  /** A hook that counts in the controller's series `which`. */
+  const count = (name: string, which: CountedSeries) =>
+    safely(name, (controller: string) => of(controller)[which].inc());
   const metrics: ControllerRuntimeMetrics = {
-    reconcileTotal: safely("controller_runtime_reconcile_total", (controller, result) => {
-      start(controller);
-      f.reconcileTotal.inc({ controller, result });
-    }),
-    reconcileErrors: count("controller_runtime_reconcile_errors_total", f.reconcileErrors),
+    reconcileTotal: safely(
+      "controller_runtime_reconcile_total",
+      (controller, result) => of(controller).reconcileTotal(result),
+    ),
+    reconcileErrors: count("controller_runtime_reconcile_errors_total", "reconcileErrors"),
     terminalReconcileErrors: count(
       "controller_runtime_terminal_reconcile_errors_total",
-      f.terminalReconcileErrors,
+      "terminalReconcileErrors",
     ),
-    reconcilePanics: count("controller_runtime_reconcile_panics_total", f.reconcilePanics),
-    reconcileTimeouts: count("controller_runtime_reconcile_timeouts_total", f.reconcileTimeouts),
-    reconcileTime: safely("controller_runtime_reconcile_time_seconds", (controller, seconds) => {
-      start(controller);
-      f.reconcileTime.observe({ controller }, seconds);
-    }),
-    activeWorkers: safely("controller_runtime_active_workers", (controller, count) => {
-      start(controller);
-      f.activeWorkers.set({ controller }, count);
-    }),
+    reconcilePanics: count("controller_runtime_reconcile_panics_total", "reconcilePanics"),
+    reconcileTimeouts: count("controller_runtime_reconcile_timeouts_total", "reconcileTimeouts"),
+    reconcileTime: safely(
+      "controller_runtime_reconcile_time_seconds",
+      (controller, seconds) => of(controller).reconcileTime.observe(seconds),
+    ),
+    activeWorkers: safely(
+      "controller_runtime_active_workers",
+      (controller, count) => of(controller).activeWorkers.set(count),
+    ),
     maxConcurrentReconciles: safely(
       "controller_runtime_max_concurrent_reconciles",
-      (controller, count) => {
-        start(controller);
-        f.maxConcurrentReconciles.set({ controller }, count);
-      },
+      (controller, count) => of(controller).maxConcurrentReconciles.set(count),
     ),
     workQueue(controller: string): WorkQueueMetrics {
       start(controller);

@@ -73,6 +73,8 @@ export interface MetricOptions<L extends string, M = unknown> {
  */
 class SeriesMap<L extends string, V> {
   readonly #entries = new Map<string, { values: readonly string[]; state: V }>();
+  /** Counts removals and resets: a handle looks its series up again when this moved. */
+  #generation = 0;
   /** Label positions in sorted-name order: Go's client writes label names sorted. */
   readonly #sorted: readonly number[];
 
@@ -90,10 +92,32 @@ class SeriesMap<L extends string, V> {
   /** The state of the series `labels` names, made (at zero) if it does not exist yet. */
   get(labels: MetricLabels<L> | undefined): V {
     const values = this.#values(labels);
-    const key = JSON.stringify(values);
+    return this.#get(JSON.stringify(values), values);
+  }
+
+  #get(key: string, values: readonly string[]): V {
     let entry = this.#entries.get(key);
     if (!entry) this.#entries.set(key, entry = { values, state: this.initial() });
     return entry.state;
+  }
+
+  /**
+   * A function that returns what `get(labels)` would, making the series now: the labels are
+   * checked and keyed once, and the series looked up again only after a removal or a reset (so
+   * a handle kept across them brings its series back, as a call with the labels would).
+   */
+  handle(labels: MetricLabels<L> | undefined): () => V {
+    const values = this.#values(labels);
+    const key = JSON.stringify(values);
+    let state = this.#get(key, values);
+    let generation = this.#generation;
+    return () => {
+      if (generation !== this.#generation) {
+        state = this.#get(key, values);
+        generation = this.#generation;
+      }
+      return state;
+    };
   }
 
   /** The state of the series `labels` names, if it exists. */
@@ -102,12 +126,15 @@ class SeriesMap<L extends string, V> {
   }
 
   remove(labels: MetricLabels<L>): boolean {
-    return this.#entries.delete(JSON.stringify(this.#values(labels)));
+    const removed = this.#entries.delete(JSON.stringify(this.#values(labels)));
+    if (removed) this.#generation++;
+    return removed;
   }
 
   /** Removes every series; a metric without labels keeps its one series, at zero. */
   reset(): void {
     this.#entries.clear();
+    this.#generation++;
     if (this.labelNames.length === 0) this.get(undefined);
   }
 
@@ -246,6 +273,11 @@ export abstract class ScalarMetric<L extends string = string> extends Metric<L> 
     return this.#series.get(labels);
   }
 
+  /** What `state(labels)` returns, for repeated use (see `SeriesMap.handle`). */
+  protected stateHandle(labels: MetricLabels<L> | undefined): () => { value: number } {
+    return this.#series.handle(labels);
+  }
+
   /** The value of the series `labels` names; undefined when there is none. */
   get(labels?: MetricLabels<L>): number | undefined {
     return this.#series.existing(labels)?.value;
@@ -306,10 +338,14 @@ export class Counter<L extends string = never> extends ScalarMetric<L> {
     add(this.name, this.state(labels), by);
   }
 
-  /** The series `labels` names, made at 0 if new, for repeated use. */
+  /**
+   * The series `labels` names, made at 0 if new, for repeated use (client_golang's
+   * `WithLabelValues`): the labels are checked and looked up once, not on every call. After a
+   * `remove` or `reset` the handle counts into the series anew, as `inc(labels)` would.
+   */
   labels(labels: MetricLabels<L>): { inc(by?: number): void } {
-    const state = this.state(labels);
-    return { inc: (by = 1) => add(this.name, state, by) };
+    const state = this.stateHandle(labels);
+    return { inc: (by = 1) => add(this.name, state(), by) };
   }
 }
 
@@ -369,15 +405,19 @@ export class Gauge<L extends string = never> extends ScalarMetric<L> {
     this.state(labels).value -= by;
   }
 
-  /** The series `labels` names, made at 0 if new, for repeated use. */
+  /**
+   * The series `labels` names, made at 0 if new, for repeated use: the labels are checked and
+   * looked up once. After a `remove` or `reset` the handle sets the series anew, as
+   * `set(labels, value)` would.
+   */
   labels(
     labels: MetricLabels<L>,
   ): { set(value: number): void; inc(by?: number): void; dec(by?: number): void } {
-    const state = this.state(labels);
+    const state = this.stateHandle(labels);
     return {
-      set: (value) => void (state.value = value),
-      inc: (by = 1) => void (state.value += by),
-      dec: (by = 1) => void (state.value -= by),
+      set: (value) => void (state().value = value),
+      inc: (by = 1) => void (state().value += by),
+      dec: (by = 1) => void (state().value -= by),
     };
   }
 }
@@ -491,10 +531,14 @@ export class Histogram<L extends string = never> extends Metric<L> {
     else this.#observe(this.#series.get(labels), value!);
   }
 
-  /** The series `labels` names, made empty if new, for repeated use. */
+  /**
+   * The series `labels` names, made empty if new, for repeated use: the labels are checked and
+   * looked up once. After a `remove` or `reset` the handle counts into the series anew, as
+   * `observe(labels, value)` would.
+   */
   labels(labels: MetricLabels<L>): { observe(value: number): void } {
-    const state = this.#series.get(labels);
-    return { observe: (value) => this.#observe(state, value) };
+    const state = this.#series.handle(labels);
+    return { observe: (value) => this.#observe(state(), value) };
   }
 
   #observe(state: Distribution, value: number): void {

@@ -55,12 +55,16 @@ export function restClientMetrics(
       help: "Number of HTTP requests, partitioned by status code, method, and host.",
       labelNames: ["code", "method", "host"],
     }));
+  // One handle per label set, so a request costs a string key and a map lookup.
+  const series = new Map<string, { inc(): void }>();
   const hook = safely(name, (info: RequestInfo) => {
-    counter.inc({
-      code: info.statusCode === undefined ? NO_ANSWER_CODE : String(info.statusCode),
-      method: info.method,
-      host: info.host,
-    });
+    const code = info.statusCode === undefined ? NO_ANSWER_CODE : String(info.statusCode);
+    const key = `${code} ${info.method} ${info.host}`;
+    let handle = series.get(key);
+    if (!handle) {
+      series.set(key, handle = counter.labels({ code, method: info.method, host: info.host }));
+    }
+    handle.inc();
   });
   hooks.set(registry, { counter, hook });
   return hook;

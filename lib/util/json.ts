@@ -25,11 +25,17 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   }
   if (isJsonObject(a)) {
     if (!isJsonObject(b)) return false;
-    const keysA = Object.keys(a).filter((k) => a[k] !== undefined);
-    const keysB = Object.keys(b).filter((k) => b[k] !== undefined);
-    if (keysA.length !== keysB.length) return false;
-    for (const key of keysA) if (!jsonEqual(a[key], b[key])) return false;
-    return true;
+    // Counted, not collected: this runs for every field a merge patch compares.
+    let defined = 0;
+    for (const key of Object.keys(a)) {
+      const value = a[key];
+      if (value === undefined) continue;
+      defined++;
+      if (!jsonEqual(value, b[key])) return false;
+    }
+    // Every defined key of `a` is in `b`: equal when `b` has no other.
+    for (const key of Object.keys(b)) if (b[key] !== undefined) defined--;
+    return defined === 0;
   }
   return false;
 }

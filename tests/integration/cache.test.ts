@@ -54,6 +54,30 @@ function started(cache: Cache): { cache: Cache; stop: () => Promise<void> } {
 }
 
 describe("cache", () => {
+  it("makes reads right after start wait for the first list, with and without a signal", async () => {
+    await client.create({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "early", namespace: "team-b" },
+    });
+    for (const signal of [undefined, new AbortController().signal]) {
+      const { cache, stop } = started(newCache(config, { informer: FAST }));
+      try {
+        // Not awaited in between: the informer is made and has not listed yet.
+        const [got, listed] = await Promise.all([
+          cache.get(ConfigMap, { namespace: "team-b", name: "early" }, { signal }),
+          cache.list(ConfigMap, { namespace: "team-b", signal }),
+        ]);
+        assert.equal(got.metadata?.name, "early");
+        assert.ok(listed.items.some((c) => c.metadata?.name === "early"));
+        // Synced now: a read is answered from the store at once.
+        assert.equal(await cache.get(ConfigMap, { namespace: "team-b", name: "early" }), got);
+      } finally {
+        await stop();
+      }
+    }
+  });
+
   it("with a status.phase!=Succeeded field selector never holds a Succeeded pod and sees new ones", async () => {
     const { cache, stop } = started(newCache(config, {
       defaultNamespaces: { default: { fieldSelector: "status.phase!=Succeeded" } },

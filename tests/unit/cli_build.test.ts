@@ -2,6 +2,7 @@
 // deno compile gets, and the message when deno compile cannot get its runtime (denort).
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import process from "node:process";
 import {
   buildPlan,
   denoPermissionFlags,
@@ -10,7 +11,7 @@ import {
   resolveTarget,
   TARGETS,
 } from "../../cli/build.ts";
-import type { ProjectSettings } from "../../cli/project.ts";
+import { type ProjectSettings, runModuleCommand } from "../../cli/project.ts";
 
 const settings: ProjectSettings = {
   dir: "/work/widget-operator",
@@ -131,6 +132,7 @@ describe("build with Deno", () => {
       "--allow-read=/var/run/secrets/kubernetes.io/serviceaccount",
       `--allow-env=${[...OPERATOR_ENV, "LOG_FORMAT"].sort().join(",")}`,
       "--allow-sys=homedir,hostname",
+      "--v8-flags=--max-semi-space-size=1",
       "--target",
       "x86_64-unknown-linux-gnu",
       "--output",
@@ -224,5 +226,25 @@ describe("a failed deno compile", () => {
   it("leaves other failures to the compiler's own output", () => {
     const typeError = "error: TS2322 [ERROR]: Type 'string' is not assignable to type 'number'.";
     assert.equal(explainDenoCompileFailure(typeError, {}), undefined);
+  });
+});
+
+describe("running a module", () => {
+  it("gives an operator Rudder's V8 flags on Deno, and a helper module none", () => {
+    const env = { PATH: process.env.PATH };
+    const operator = runModuleCommand("deno", "main.ts", env, {
+      config: "/p/deno.json",
+      operator: true,
+    });
+    assert.deepEqual(operator.args, [
+      "run",
+      "-A",
+      "--v8-flags=--max-semi-space-size=1",
+      "--config",
+      "/p/deno.json",
+      "main.ts",
+    ]);
+    const helper = runModuleCommand("deno", "discover.ts", env, { config: "/p/deno.json" });
+    assert.deepEqual(helper.args, ["run", "-A", "--config", "/p/deno.json", "discover.ts"]);
   });
 });

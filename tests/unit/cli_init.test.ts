@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { DEPENDENCY_VERSIONS } from "../../cli/init.ts";
-import { loadProject } from "../../cli/project.ts";
+import { DENO_V8_FLAGS, loadProject } from "../../cli/project.ts";
 import { scaffold, type ScaffoldOptions, SUBPATH_FILES } from "../../cli/templates.ts";
 import { VERSION } from "../../lib/version.ts";
 import { type MainRun, runMain } from "../support/cli_main.ts";
@@ -210,6 +210,17 @@ describe("the scaffold with --local", () => {
     }
     assert.deepEqual(JSON.parse(file(local, "package.json")).dependencies, {});
     assert.equal(local.has(".npmrc"), false);
+  });
+
+  it("runs the operator on Deno with Rudder's V8 flags, and tests without them", () => {
+    for (const scaffolded of [local, published]) {
+      const deno = JSON.parse(file(scaffolded, "deno.json"));
+      const run = `deno run -A --v8-flags=${DENO_V8_FLAGS.join(",")} main.ts`;
+      assert.equal(deno.tasks.start, run);
+      assert.equal(deno.tasks.run, run);
+      assert.equal(deno.tasks.test, "deno test -A");
+    }
+    assert.deepEqual(DENO_V8_FLAGS, ["--max-semi-space-size=1"]);
   });
 
   it("quotes a checkout path with spaces in the tasks", () => {

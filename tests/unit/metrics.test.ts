@@ -284,6 +284,87 @@ describe("text exposition format", () => {
     assert.deepEqual([...(await scrape(registry)).keys()], ["plain_total"]);
   });
 
+  it("counts through labels() handles per label set, as calls with the labels would", async () => {
+    const registry = new Registry();
+    const c = registry.register(
+      new Counter({ name: "h_total", help: "h", labelNames: ["a", "b"] }),
+    );
+    const g = registry.register(new Gauge({ name: "h_gauge", help: "h", labelNames: ["a"] }));
+    const h = registry.register(
+      new Histogram({ name: "h_seconds", help: "h", labelNames: ["a"], buckets: [1] }),
+    );
+    const xy = c.labels({ a: "x", b: "y" });
+    const xz = c.labels({ a: "x", b: "z" });
+    const xyAgain = c.labels({ b: "y", a: "x" });
+    xy.inc();
+    xy.inc(2);
+    xz.inc();
+    xyAgain.inc();
+    c.inc({ a: "x", b: "y" });
+    const gx = g.labels({ a: "x" });
+    gx.set(5);
+    gx.inc(2);
+    gx.dec();
+    g.labels({ a: "y" }).inc();
+    const hx = h.labels({ a: "x" });
+    hx.observe(0.5);
+    hx.observe(3);
+    h.labels({ a: "y" }).observe(2);
+    const families = await scrape(registry);
+    assert.equal(valueOf(families, "h_total", { a: "x", b: "y" }), 5);
+    assert.equal(valueOf(families, "h_total", { a: "x", b: "z" }), 1);
+    assert.equal(valueOf(families, "h_gauge", { a: "x" }), 6);
+    assert.equal(valueOf(families, "h_gauge", { a: "y" }), 1);
+    assert.equal(valueOf(families, "h_seconds_bucket", { a: "x", le: "1" }), 1);
+    assert.equal(valueOf(families, "h_seconds_count", { a: "x" }), 2);
+    assert.equal(valueOf(families, "h_seconds_sum", { a: "x" }), 3.5);
+    assert.equal(valueOf(families, "h_seconds_count", { a: "y" }), 1);
+    assert.throws(() => xy.inc(-1), /cannot be increased by -1/);
+    assert.throws(() => c.labels({ a: "x" } as never), /has labels \{a,b\}, got \{a\}/);
+  });
+
+  it("brings a handle's series back from 0 after remove() or reset(), and only its own", async () => {
+    const registry = new Registry();
+    const c = registry.register(new Counter({ name: "r_total", help: "r", labelNames: ["a"] }));
+    const g = registry.register(new Gauge({ name: "r_gauge", help: "r", labelNames: ["a"] }));
+    const h = registry.register(
+      new Histogram({ name: "r_seconds", help: "r", labelNames: ["a"], buckets: [1] }),
+    );
+    const cx = c.labels({ a: "x" });
+    const cy = c.labels({ a: "y" });
+    const gx = g.labels({ a: "x" });
+    const hx = h.labels({ a: "x" });
+    cx.inc(3);
+    cy.inc(4);
+    gx.set(7);
+    hx.observe(2);
+    assert.equal(c.remove({ a: "x" }), true);
+    assert.equal(c.get({ a: "x" }), undefined, "removed, and not made again until used");
+    assert.equal(c.get({ a: "y" }), 4, "the other series stays");
+    cx.inc();
+    cy.inc();
+    assert.equal(c.get({ a: "x" }), 1);
+    assert.equal(c.get({ a: "y" }), 5);
+    c.reset();
+    g.reset();
+    h.reset();
+    assert.deepEqual([...(await scrape(registry)).keys()], []);
+    cy.inc();
+    gx.inc();
+    hx.observe(0.5);
+    const families = await scrape(registry);
+    assert.equal(valueOf(families, "r_total", { a: "y" }), 1);
+    assert.equal(valueOf(families, "r_total", { a: "x" }), undefined);
+    assert.equal(valueOf(families, "r_gauge", { a: "x" }), 1);
+    assert.equal(valueOf(families, "r_seconds_count", { a: "x" }), 1);
+    assert.equal(valueOf(families, "r_seconds_sum", { a: "x" }), 0.5);
+    // Unregistered: the metric goes from the scrape while its handles still count into it.
+    assert.equal(registry.unregister("r_total"), true);
+    cy.inc();
+    assert.equal(valueOf(await scrape(registry), "r_total", { a: "y" }), undefined);
+    assert.equal(c.get({ a: "y" }), 2);
+  });
+
   it("runs collectors at scrape time and fails the scrape, naming the metric, when one fails", async () => {
     const registry = new Registry();
     let reads = 0;
@@ -521,6 +602,55 @@ describe("controller-runtime's families", () => {
     }
   });
 
+  it("count per controller and result, leave reconcile time and max workers out until reported, and start again after a reset", async () => {
+    const registry = new Registry();
+    const metrics = controllerMetrics(registry);
+    metrics.reconcileTotal("a", "success");
+    metrics.reconcileTotal("a", "success");
+    metrics.reconcileTotal("a", "error");
+    metrics.reconcileTotal("b", "requeue");
+    metrics.reconcileErrors("a");
+    metrics.activeWorkers("a", 3);
+    let families = await scrape(registry);
+    const total = (controller: string, result: string) =>
+      valueOf(families, "controller_runtime_reconcile_total", { controller, result });
+    assert.equal(total("a", "success"), 2);
+    assert.equal(total("a", "error"), 1);
+    assert.equal(total("b", "requeue"), 1);
+    assert.equal(total("b", "success"), 0);
+    assert.equal(
+      valueOf(families, "controller_runtime_reconcile_errors_total", { controller: "a" }),
+      1,
+    );
+    assert.equal(
+      valueOf(families, "controller_runtime_reconcile_errors_total", { controller: "b" }),
+      0,
+    );
+    assert.equal(valueOf(families, "controller_runtime_active_workers", { controller: "a" }), 3);
+    assert.equal(families.has("controller_runtime_reconcile_time_seconds"), false);
+    assert.equal(families.has("controller_runtime_max_concurrent_reconciles"), false);
+    metrics.reconcileTime("a", 0.2);
+    metrics.maxConcurrentReconciles("a", 4);
+    families = await scrape(registry);
+    assert.equal(
+      valueOf(families, "controller_runtime_reconcile_time_seconds_count", { controller: "a" }),
+      1,
+    );
+    assert.equal(
+      valueOf(families, "controller_runtime_reconcile_time_seconds_count", { controller: "b" }),
+      undefined,
+    );
+    assert.equal(
+      valueOf(families, "controller_runtime_max_concurrent_reconciles", { controller: "a" }),
+      4,
+    );
+    (registry.get("controller_runtime_reconcile_total") as Counter<string>).reset();
+    metrics.reconcileTotal("a", "success");
+    families = await scrape(registry);
+    assert.equal(total("a", "success"), 1);
+    assert.equal(total("a", "error"), undefined);
+  });
+
   it("use controller-runtime's reconcile-time buckets and client-go's work-queue buckets", async () => {
     const registry = new Registry();
     const metrics = controllerMetrics(registry);
@@ -684,6 +814,25 @@ describe("rest_client_requests_total", () => {
     assert.equal(count("200", "GET"), 2);
     assert.equal(count("201", "POST"), 1);
     assert.equal(count("<error>", "GET"), 1);
+  });
+
+  it("counts per label set after a reset of the counter, from 0", async () => {
+    const registry = new Registry();
+    const onRequest = restClientMetrics(registry);
+    const info = { method: "GET", host: "api:6443", path: "/api", durationMs: 1, attempt: 0 };
+    onRequest({ ...info, statusCode: 200 });
+    onRequest({ ...info, statusCode: 404 });
+    onRequest({ ...info, host: "other:6443", statusCode: 200 });
+    const counter = registry.get("rest_client_requests_total") as Counter<string>;
+    counter.reset();
+    onRequest({ ...info, statusCode: 200 });
+    onRequest({ ...info, statusCode: 200 });
+    const families = await scrape(registry);
+    const count = (code: string, host: string) =>
+      valueOf(families, "rest_client_requests_total", { code, method: "GET", host });
+    assert.equal(count("200", "api:6443"), 2);
+    assert.equal(count("404", "api:6443"), undefined);
+    assert.equal(count("200", "other:6443"), undefined);
   });
 
   it("moves with the requests of a RestClient", async () => {

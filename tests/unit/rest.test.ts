@@ -248,6 +248,42 @@ describe("RestClient", () => {
     },
   );
 
+  it(
+    "bounds reading the answer by the timeout, and disarms it once the answer is read",
+    TIMEOUT,
+    async () => {
+      // The body arrives after the headers: the timeout must still cover it.
+      const slowBody = fakeTransport((_, init) =>
+        new Response(
+          new ReadableStream({
+            start(controller) {
+              init.signal?.addEventListener("abort", () => controller.error(init.signal?.reason));
+            },
+          }),
+        )
+      );
+      const keepAlive = setInterval(() => {}, 1000);
+      try {
+        await assert.rejects(
+          new RestClient(config, { transport: slowBody.transport, timeout: 20 }).request({
+            path: "/slow-body",
+          }),
+          (err: Error) => err.name === "TimeoutError",
+        );
+      } finally {
+        clearInterval(keepAlive);
+      }
+      const quick = fakeTransport(() => Response.json({ ok: true }));
+      const rest = new RestClient(config, { transport: quick.transport, timeout: 20 });
+      assert.deepEqual(await rest.request({ path: "/quick" }), { ok: true });
+      assert.equal(await rest.requestText({ path: "/quick" }), '{"ok":true}');
+      // Well past the timeout: a disarmed timer never aborts the requests' signals.
+      await new Promise((resolve) => setTimeout(resolve, 80));
+      assert.equal(quick.seen.length, 2);
+      for (const { init } of quick.seen) assert.equal(init.signal?.aborted, false);
+    },
+  );
+
   it("logs API warnings as structured records", TIMEOUT, async () => {
     logs.records.length = 0;
     const { transport } = fakeTransport(() =>

@@ -4,7 +4,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AuthProvider, KubeConfig } from "../../lib/kube/config/types.ts";
-import { defaultUserAgent, newTransport } from "../../lib/kube/transport.ts";
+import { defaultUserAgent, headerRecord, newTransport } from "../../lib/kube/transport.ts";
 import { VERSION } from "../../lib/version.ts";
 
 /** Explicit, so no test depends on a runtime's default (Bun: 5 s). */
@@ -53,7 +53,87 @@ function rotatingToken(canRefresh = true) {
   return { auth, invalidations: () => invalidations };
 }
 
+describe("headerRecord", () => {
+  /** What `new Headers(init)` holds, as a record. */
+  function viaHeaders(init: HeadersInit): Record<string, string> {
+    const out: Record<string, string> = {};
+    new Headers(init).forEach((value, name) => void (out[name] = value));
+    return out;
+  }
+
+  it("holds what new Headers(init) holds, from a record, pairs or a Headers", () => {
+    const record = {
+      Accept: "application/json",
+      "X-Trim": "  a b\t",
+      "X-Lines": "\r\nv\n",
+      "content-TYPE": "x/y",
+    };
+    assert.deepEqual(headerRecord(record), viaHeaders(record));
+    assert.deepEqual(headerRecord(record), {
+      accept: "application/json",
+      "x-trim": "a b",
+      "x-lines": "v",
+      "content-type": "x/y",
+    });
+    const pairs: [string, string][] = [["X-A", "1"], ["x-a", "2"], ["X-B", "é"]];
+    assert.deepEqual(headerRecord(pairs), viaHeaders(pairs));
+    assert.deepEqual(headerRecord(pairs), { "x-a": "1, 2", "x-b": "é" });
+    const headers = new Headers(pairs);
+    assert.deepEqual(headerRecord(headers), viaHeaders(headers));
+    assert.deepEqual(headerRecord(undefined), {});
+  });
+
+  it("refuses, as Headers does, a name that is no token and a value with CR, LF, NUL or beyond Latin-1", () => {
+    for (const bad of [{ "a b": "1" }, { "": "1" }, { "a:b": "1" }] as Record<string, string>[]) {
+      assert.throws(() => new Headers(bad), TypeError, JSON.stringify(bad));
+      assert.throws(() => headerRecord(bad), TypeError, JSON.stringify(bad));
+    }
+    for (const bad of ["a\rb", "a\nb", "a\0b", "a\u0100"]) {
+      assert.throws(() => new Headers({ x: bad }), TypeError, JSON.stringify(bad));
+      assert.throws(() => headerRecord({ x: bad }), TypeError, JSON.stringify(bad));
+    }
+  });
+});
+
 describe("newTransport", () => {
+  it(
+    "lets credentials and the User-Agent replace the caller's headers of any case, and keeps Authorization given by the caller over user-info",
+    TIMEOUT,
+    async () => {
+      requests.length = 0;
+      const transport = newTransport(
+        {
+          ...configWith({ credentials: () => Promise.resolve({ headers: { "X-Token": "t" } }) }),
+          server: base.replace("http://", "http://user:pass@"),
+        },
+        { userAgent: "ours" },
+      );
+      try {
+        await (await transport.fetch("/a", {
+          headers: { "user-agent": "theirs", "x-token": "theirs", Accept: "a/b" },
+        })).body?.cancel();
+        await (await transport.fetch("/b", { headers: { authorization: "Bearer caller" } })).body
+          ?.cancel();
+        assert.equal(requests[0].headers["user-agent"], "ours");
+        assert.equal(requests[0].headers["x-token"], "t");
+        assert.equal(requests[0].headers.accept, "a/b");
+        assert.equal(
+          requests[0].headers.authorization,
+          `Basic ${btoa("user:pass")}`,
+          "user-info as basic auth",
+        );
+        assert.equal(requests[1].headers.authorization, "Bearer caller");
+        await assert.rejects(
+          transport.fetch("/c", { headers: { "x-bad": "a\nb" } }),
+          TypeError,
+        );
+        assert.equal(requests.length, 2, "nothing sent with a bad header");
+      } finally {
+        transport.close();
+      }
+    },
+  );
+
   it("sends the User-Agent and the provider's headers to the server's path", TIMEOUT, async () => {
     requests.length = 0;
     const transport = newTransport(
