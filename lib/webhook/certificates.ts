@@ -1,15 +1,13 @@
 /**
  * Certificates for webhook serving when no cert-manager provides them: a CA and a serving
  * certificate signed by it, X.509 v3 with the extensions TLS stacks require (Deno refuses v1),
- * ECDSA P-256 over WebCrypto. `lib/util/certs.ts` makes them; it is imported when the first
- * certificate is made, so an operator that never makes one does not load `@peculiar/x509` (and
- * `bun build` bundles no static import of a module with top-level await here: with one, its
- * compiled binaries failed with `__promiseAll is not defined`).
+ * ECDSA P-256 over WebCrypto (`lib/util/certs.ts` makes them).
  *
  * @module
  */
 
 import { X509Certificate } from "node:crypto";
+import { createCertificateAuthority, loadCertificateAuthority } from "../util/certs.ts";
 
 const DAY_MS = 24 * 3600_000;
 
@@ -49,9 +47,6 @@ export async function generateServingCertificates(options: {
   caValidity?: number;
   ca?: { cert: string; key: string };
 }): Promise<ServingCertificates> {
-  const { createCertificateAuthority, loadCertificateAuthority } = await import(
-    "../util/certs.ts"
-  );
   const days = options.validity / DAY_MS;
   const ca = options.ca
     ? await loadCertificateAuthority(options.ca, days)

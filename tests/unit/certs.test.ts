@@ -8,20 +8,15 @@ import { certificateNotAfter } from "../../lib/webhook/certificates.ts";
 import {
   createCertificateAuthority,
   loadCertificateAuthority,
+  parseCertificatePem,
   selfSignedServingCertificate,
 } from "../../lib/util/certs.ts";
 
-await import("reflect-metadata"); // before @peculiar/x509, whose tsyringe needs it
-const x509 = await import("@peculiar/x509");
+const SERVER_AUTH = "1.3.6.1.5.5.7.3.1";
+const CLIENT_AUTH = "1.3.6.1.5.5.7.3.2";
 
 const T = { timeout: 30_000 };
 const DAY = 24 * 3600_000;
-
-/** The extended key usages of a PEM certificate. */
-function usages(pem: string): string[] {
-  const cert = new x509.X509Certificate(pem);
-  return [...(cert.getExtension(x509.ExtendedKeyUsageExtension)?.usages ?? [])].map(String);
-}
 
 function daysLeft(pem: string): number {
   return (certificateNotAfter(pem).getTime() - Date.now()) / DAY;
@@ -32,8 +27,10 @@ describe("certificate authorities", () => {
     const ca = await createCertificateAuthority("test-ca, with a comma", 30);
     const caCert = new X509Certificate(ca.cert);
     assert.equal(caCert.ca, true);
-    const caName = new x509.X509Certificate(ca.cert).subjectName;
-    assert.deepEqual(caName.getField("CN"), ["test-ca, with a comma"]); // escaped, not split
+    assert.deepEqual(parseCertificatePem(ca.cert).subjectAttributes, [
+      { type: "2.5.4.3", value: "test-ca, with a comma" }, // one CN, not split at the comma
+    ]);
+    assert.equal(parseCertificatePem(ca.cert).isCA, true);
     assert.equal(ca.notAfter.getTime(), certificateNotAfter(ca.cert).getTime());
 
     const serving = await ca.issueServing({
@@ -46,7 +43,11 @@ describe("certificate authorities", () => {
     assert.equal(leaf.ca, false);
     assert.equal(leaf.checkHost("svc.ns.svc"), "svc.ns.svc");
     assert.equal(leaf.checkIP("127.0.0.1"), "127.0.0.1");
-    assert.deepEqual(usages(serving.cert), [x509.ExtendedKeyUsage.serverAuth]);
+    const parsed = parseCertificatePem(serving.cert);
+    assert.deepEqual(parsed.extendedKeyUsages, [SERVER_AUTH]);
+    assert.deepEqual(parsed.dnsNames, ["svc.ns.svc"]);
+    assert.deepEqual(parsed.ips, ["127.0.0.1"]);
+    assert.equal(parsed.isCA, false);
     assert.ok(certificateNotAfter(serving.cert) <= ca.notAfter);
     assert.ok(daysLeft(serving.cert) > 29.9, `${daysLeft(serving.cert)} days`);
 
@@ -55,7 +56,11 @@ describe("certificate authorities", () => {
     assert.ok(user.verify(caCert.publicKey));
     assert.match(user.subject, /CN=alice/);
     assert.match(user.subject, /O=devs/);
-    assert.deepEqual(usages(client.cert), [x509.ExtendedKeyUsage.clientAuth]);
+    assert.deepEqual(parseCertificatePem(client.cert).extendedKeyUsages, [CLIENT_AUTH]);
+    assert.deepEqual(parseCertificatePem(client.cert).subjectAttributes, [
+      { type: "2.5.4.10", value: "devs" },
+      { type: "2.5.4.3", value: "alice" },
+    ]);
   });
 
   it("sign for the days asked, never past the CA's own expiry", T, async () => {
@@ -91,6 +96,23 @@ describe("certificate authorities", () => {
     assert.equal(leaf.checkIP("127.0.0.1"), "127.0.0.1");
     assert.equal(leaf.checkIP("::1"), "::1");
     assert.match(key, /^-----BEGIN PRIVATE KEY-----/);
+  });
+
+  it("name IPv4 and IPv6 addresses, and refuse what is neither", T, async () => {
+    const ca = await createCertificateAuthority("ip-ca", 1);
+    const ips = ["10.0.0.1", "::1", "fe80::1:2", "2001:db8::", "1:2:3:4:5:6:7:8"];
+    const serving = await ca.issueServing({ commonName: "ips", ips });
+    assert.deepEqual(parseCertificatePem(serving.cert).ips, [
+      "10.0.0.1",
+      "0:0:0:0:0:0:0:1",
+      "fe80:0:0:0:0:0:1:2",
+      "2001:db8:0:0:0:0:0:0",
+      "1:2:3:4:5:6:7:8",
+    ]);
+    const leaf = new X509Certificate(serving.cert);
+    for (const ip of ips) assert.equal(leaf.checkIP(ip), ip);
+    await assert.rejects(ca.issueServing({ commonName: "x", ips: ["not-an-ip"] }), /IP address/);
+    await assert.rejects(ca.issueServing({ commonName: "x", ips: ["1:2:3:4:5:6:7:8:9"] }));
   });
 
   it("read a PEM bundle's first certificate's expiry, and refuse text without one", () => {

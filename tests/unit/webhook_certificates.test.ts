@@ -4,9 +4,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import process from "node:process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { X509Certificate } from "node:crypto";
@@ -24,40 +22,6 @@ import {
 
 const T = { timeout: 30_000 };
 const DAY = 24 * 3600_000;
-
-describe("loading the certificate library", () => {
-  it(
-    "waits for the first certificate: a Manager alone loads neither @peculiar/x509 nor reflect-metadata",
-    T,
-    () => {
-      // reflect-metadata, which @peculiar/x509 needs loaded first, defines Reflect.getMetadata.
-      const dir = mkdtempSync(join(tmpdir(), "rudder-x509-lazy-"));
-      try {
-        const file = join(dir, "main.ts");
-        const manager = new URL("../../lib/manager/manager.ts", import.meta.url).href;
-        const certificates = new URL("../../lib/webhook/certificates.ts", import.meta.url).href;
-        writeFileSync(
-          file,
-          `import ${JSON.stringify(manager)};
-import { generateServingCertificates } from ${JSON.stringify(certificates)};
-const reflect = Reflect as unknown as { getMetadata?: unknown };
-console.log(typeof reflect.getMetadata);
-await generateServingCertificates({ dnsNames: ["a.b.svc"], validity: 3600_000 });
-console.log(typeof reflect.getMetadata);
-`,
-        );
-        const config = new URL("../../deno.json", import.meta.url).pathname;
-        const deno = (globalThis as { Deno?: unknown }).Deno !== undefined;
-        const args = deno ? ["run", "-A", "--config", config, file] : ["run", file];
-        const result = spawnSync(process.execPath, args, { encoding: "utf8", timeout: 60_000 });
-        assert.equal(result.status, 0, result.stderr);
-        assert.deepEqual(result.stdout.trim().split("\n"), ["undefined", "function"]);
-      } finally {
-        rmSync(dir, { recursive: true, force: true });
-      }
-    },
-  );
-});
 
 describe("generateServingCertificates", () => {
   it("makes a v3 serving certificate for the names, signed by its CA", T, async () => {
