@@ -90,11 +90,15 @@ function fromPem(text: string): Uint8Array<ArrayBuffer> {
   return Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
 }
 
-/** `days` from an hour ago (a skewed clock still accepts a certificate made just now), cut at `end`. */
+/**
+ * `days` from an hour ago (a skewed clock still accepts a certificate made just now), cut at
+ * `end`, in whole seconds: what a certificate's times hold, so `notAfter` is the written one.
+ */
 function validity(days: number, end?: Date): { notBefore: Date; notAfter: Date } {
-  const notBefore = new Date(Date.now() - 60 * 60 * 1000);
+  const second = (ms: number) => new Date(Math.floor(ms / 1000) * 1000);
+  const notBefore = second(Date.now() - 60 * 60 * 1000);
   const notAfter = notBefore.getTime() + days * DAY_MS;
-  return { notBefore, notAfter: new Date(end ? Math.min(notAfter, end.getTime()) : notAfter) };
+  return { notBefore, notAfter: second(end ? Math.min(notAfter, end.getTime()) : notAfter) };
 }
 
 /** Generates an ECDSA P-256 key pair for signing service-account tokens. */
@@ -141,12 +145,7 @@ export async function createCertificateAuthority(
     ],
   });
   const pair = { cert: pem("CERTIFICATE", der), key: await privateKeyPem(keys.privateKey) };
-  return authority(
-    { subject, notAfter: parseCertificate(der).notAfter, keyId },
-    keys.privateKey,
-    pair,
-    days,
-  );
+  return authority({ subject, notAfter, keyId }, keys.privateKey, pair, days);
 }
 
 /**

@@ -6,8 +6,11 @@
  * @module
  */
 
-import { X509Certificate } from "node:crypto";
-import { createCertificateAuthority, loadCertificateAuthority } from "../util/certs.ts";
+import {
+  createCertificateAuthority,
+  loadCertificateAuthority,
+  parseCertificatePem,
+} from "../util/certs.ts";
 
 const DAY_MS = 24 * 3600_000;
 
@@ -74,7 +77,5 @@ export async function generateServingCertificates(options: {
  * ```
  */
 export function certificateNotAfter(pem: string): Date {
-  const first = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/);
-  if (!first) throw new Error("no PEM certificate found");
-  return new Date(new X509Certificate(first[0]).validTo);
+  return parseCertificatePem(pem).notAfter;
 }

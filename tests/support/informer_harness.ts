@@ -2,8 +2,7 @@
 // Rudder's log records captured: the set-up the informer's unit tests share.
 import { after, afterEach, before, beforeEach } from "node:test";
 import type { LogRecord } from "@logtape/logtape";
-import type { ConfigMap } from "../../lib/api/builtins.ts";
-import { ConfigMap as ConfigMapType } from "../../lib/api/builtins.ts";
+import { ConfigMap } from "../../lib/api/builtins.ts";
 import { Informer, type InformerOptions } from "../../lib/cache/informer.ts";
 import { RestClient } from "../../lib/kube/rest.ts";
 import { FakeWatchServer, NAMESPACE } from "./fake_watch_server.ts";
@@ -75,7 +74,7 @@ export function useInformerHarness(timeout: { timeout: number }): InformerHarnes
       return inTest(logs, "log capture").records;
     },
     start(options = {}) {
-      const informer = new Informer(inTest(rest, "REST client"), ConfigMapType, {
+      const informer = new Informer(inTest(rest, "REST client"), ConfigMap, {
         namespace: NAMESPACE,
         backoff: { initial: 10, max: 50 },
         ...options,
