@@ -297,7 +297,9 @@ function ipBytes(ip: string): Uint8Array {
     ...Array(ip.includes("::") ? 8 - left.length - right.length : 0).fill("0"),
     ...right,
   ];
-  if (all.length !== 8) throw new TypeError(`not an IP address: ${ip}`);
+  if (all.length !== 8 || !all.every((group) => /^[0-9a-f]{1,4}$/i.test(group))) {
+    throw new TypeError(`not an IP address: ${ip}`);
+  }
   return Uint8Array.from(all.flatMap((group) => {
     const value = parseInt(group, 16);
     return [value >> 8, value & 0xff];

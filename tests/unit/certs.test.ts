@@ -113,6 +113,10 @@ describe("certificate authorities", () => {
     for (const ip of ips) assert.equal(leaf.checkIP(ip), ip);
     await assert.rejects(ca.issueServing({ commonName: "x", ips: ["not-an-ip"] }), /IP address/);
     await assert.rejects(ca.issueServing({ commonName: "x", ips: ["1:2:3:4:5:6:7:8:9"] }));
+    await assert.rejects(
+      ca.issueServing({ commonName: "x", ips: ["::ffff:1.2.3.4"] }),
+      /IP address/,
+    );
   });
 
   it("read a PEM bundle's first certificate's expiry, and refuse text without one", () => {
