@@ -1,33 +1,20 @@
 // `rudder create api` on a project made by `rudder init`: the new kind's files, its sample, its
 // registration in main.ts's setup and rudder.json, and the tests that must serve its CRD; and the
 // scaffold's samples and tasks that kubebuilder users look for.
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import process from "node:process";
 import { existingKinds, registerController } from "../../cli/create.ts";
 import { DEPENDENCY_VERSIONS } from "../../cli/init.ts";
-import { scaffold, type ScaffoldOptions, withEnvironmentKinds } from "../../cli/templates.ts";
+import { scaffold, withEnvironmentKinds } from "../../cli/templates.ts";
 import { VERSION } from "../../lib/version.ts";
-import { type MainRun, runMain } from "../support/cli_main.ts";
+import { type MainRun, MEMCACHED, runMain, useScratch } from "../support/cli_main.ts";
 
-const base: ScaffoldOptions = {
-  name: "memcached-operator",
-  group: "cache.example.com",
-  version: "v1alpha1",
-  kind: "Memcached",
-};
+const base = MEMCACHED;
 const T = { timeout: 30_000 };
-let scratch: string;
-
-before(() => {
-  scratch = mkdtempSync(join(tmpdir(), "rudder-create-test-"));
-}, T);
-after(() => {
-  if (scratch) rmSync(scratch, { recursive: true, force: true });
-}, T);
+const scratch = useScratch("rudder-create-test-");
 
 function rudder(cwd: string, ...args: string[]): Promise<MainRun> {
   return runMain(args, cwd, process.env);
@@ -35,7 +22,7 @@ function rudder(cwd: string, ...args: string[]): Promise<MainRun> {
 
 /** A fresh scaffold on disk (published mode: nothing here runs it). */
 function project(name: string): string {
-  const dir = join(scratch, name);
+  const dir = join(scratch(), name);
   for (const [path, content] of scaffold(base, DEPENDENCY_VERSIONS)) {
     mkdirSync(dirname(join(dir, path)), { recursive: true });
     writeFileSync(join(dir, path), content);
@@ -220,7 +207,7 @@ describe("the scaffold", () => {
 
 describe("rudder --version", () => {
   it("prints the package's version", T, async () => {
-    const result = await rudder(scratch, "--version");
+    const result = await rudder(scratch(), "--version");
     assert.equal(result.code, 0);
     assert.equal(result.out, `${VERSION}\n`);
   });

@@ -1,19 +1,9 @@
 // `rudder create webhook` on projects made by `rudder init` and `rudder create api`: the kind's
 // webhook module and test, their registration in main.ts's setup, and a project without webhooks
 // turned into what `rudder init --webhooks` writes.
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import process from "node:process";
 import { spawnSync } from "node:child_process";
@@ -25,23 +15,11 @@ import {
 import { DEPENDENCY_VERSIONS } from "../../cli/init.ts";
 import { runtimeExecutable } from "../../cli/project.ts";
 import { scaffold, type ScaffoldOptions, webhookFiles } from "../../cli/templates.ts";
-import { type MainRun, runMain } from "../support/cli_main.ts";
+import { type MainRun, MEMCACHED, runMain, useScratch } from "../support/cli_main.ts";
 
-const base: ScaffoldOptions = {
-  name: "memcached-operator",
-  group: "cache.example.com",
-  version: "v1alpha1",
-  kind: "Memcached",
-};
+const base = MEMCACHED;
 const T = { timeout: 30_000 };
-let scratch: string;
-
-before(() => {
-  scratch = mkdtempSync(join(tmpdir(), "rudder-create-webhook-test-"));
-}, T);
-after(() => {
-  if (scratch) rmSync(scratch, { recursive: true, force: true });
-}, T);
+const scratch = useScratch("rudder-create-webhook-test-");
 
 function rudder(cwd: string, ...args: string[]): Promise<MainRun> {
   return runMain(args, cwd, process.env);
@@ -49,7 +27,7 @@ function rudder(cwd: string, ...args: string[]): Promise<MainRun> {
 
 /** A fresh scaffold on disk (nothing here runs it). */
 function project(name: string, options: ScaffoldOptions = base): string {
-  const dir = join(scratch, name);
+  const dir = join(scratch(), name);
   for (const [path, content] of scaffold(options, DEPENDENCY_VERSIONS)) {
     mkdirSync(dirname(join(dir, path)), { recursive: true });
     writeFileSync(join(dir, path), content);
@@ -75,13 +53,13 @@ const read = (dir: string, path: string) => readFileSync(join(dir, path), "utf8"
 
 describe("rudder create webhook", () => {
   it("is in create's help, with its flags and an example", T, async () => {
-    const result = await rudder(scratch, "create", "--help");
+    const result = await rudder(scratch(), "create", "--help");
     assert.equal(result.code, 0);
     assert.match(result.out, /Usage: rudder create <api\|webhook> \[flags\]/);
     assert.match(result.out, /--defaulting +webhook: a defaulting \(mutating\) webhook/);
     assert.match(result.out, /--validation +webhook: a validating webhook/);
     assert.match(result.out, /rudder create webhook --kind MemcachedBackup/);
-    assert.match((await rudder(scratch, "--help")).out, /create +.*\(create webhook\)/);
+    assert.match((await rudder(scratch(), "--help")).out, /create +.*\(create webhook\)/);
   });
 
   it(
@@ -387,7 +365,7 @@ describe("the webhook files", () => {
     "are as deno fmt writes them, for short and long kinds and every choice of webhooks",
     { timeout: 120_000 },
     () => {
-      const dir = join(scratch, "fmt");
+      const dir = join(scratch(), "fmt");
       mkdirSync(dir, { recursive: true });
       writeFileSync(join(dir, "deno.json"), JSON.stringify({ fmt: { lineWidth: 100 } }));
       const choices = [

@@ -1,43 +1,22 @@
 // `rudder init`: the files of a new operator project, in both modes — importing a Rudder
 // checkout (`--local`, no registry) and the published package (JSR for Deno, its npm mirror
 // for Bun) — and how the command writes them.
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import {
-  lstatSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  readlinkSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
+import { lstatSync, mkdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { DEPENDENCY_VERSIONS } from "../../cli/init.ts";
 import { DENO_V8_FLAGS, loadProject } from "../../cli/project.ts";
-import { scaffold, type ScaffoldOptions, SUBPATH_FILES } from "../../cli/templates.ts";
+import { scaffold, SUBPATH_FILES } from "../../cli/templates.ts";
 import { VERSION } from "../../lib/version.ts";
-import { type MainRun, runMain } from "../support/cli_main.ts";
+import { type MainRun, MEMCACHED, runMain, useScratch } from "../support/cli_main.ts";
 
 const checkout = fileURLToPath(new URL("../../", import.meta.url)).replace(/\/$/, "");
-const base: ScaffoldOptions = {
-  name: "memcached-operator",
-  group: "cache.example.com",
-  version: "v1alpha1",
-  kind: "Memcached",
-};
+const base = MEMCACHED;
 const local = scaffold({ ...base, local: checkout }, DEPENDENCY_VERSIONS);
 const published = scaffold(base, DEPENDENCY_VERSIONS);
-let scratch: string;
-
-before(() => {
-  scratch = mkdtempSync(join(tmpdir(), "rudder-init-test-"));
-});
-after(() => {
-  if (scratch) rmSync(scratch, { recursive: true, force: true });
-});
+const scratch = useScratch("rudder-init-test-");
 
 function file(files: Map<string, string>, path: string): string {
   const content = files.get(path);
@@ -156,7 +135,7 @@ describe("the scaffold", () => {
   });
 
   it("has settings that rudder's other commands read", () => {
-    const project = join(scratch, "memcached-operator");
+    const project = join(scratch(), "memcached-operator");
     for (const [path, content] of local) {
       mkdirSync(dirname(join(project, path)), { recursive: true });
       writeFileSync(join(project, path), content);
@@ -266,8 +245,8 @@ describe("the scaffold for the published package", () => {
 
 describe("rudder init", () => {
   it("writes the project and links Node's types from the checkout for Deno's checker", async () => {
-    const dir = join(scratch, "written");
-    const { code, out, err } = await rudder(scratch, "init", "written", "--local", checkout);
+    const dir = join(scratch(), "written");
+    const { code, out, err } = await rudder(scratch(), "init", "written", "--local", checkout);
     assert.equal(code, 0, err);
     assert.match(out, /^ {2}main\.ts$/m);
     // rudder init's defaults: the directory's name, and an Example of example.com/v1alpha1.
@@ -292,13 +271,13 @@ describe("rudder init", () => {
   });
 
   it("refuses a directory that is not empty, unless --force", async () => {
-    const dir = join(scratch, "busy");
+    const dir = join(scratch(), "busy");
     mkdirSync(dir);
     writeFileSync(join(dir, "notes.txt"), "mine");
-    const refused = await rudder(scratch, "init", "busy");
+    const refused = await rudder(scratch(), "init", "busy");
     assert.equal(refused.code, 1);
     assert.match(refused.err, /busy is not empty; choose another directory or pass --force/);
-    const forced = await rudder(scratch, "init", "busy", "--force", "--kind", "Widget");
+    const forced = await rudder(scratch(), "init", "busy", "--force", "--kind", "Widget");
     assert.equal(forced.code, 0, forced.err);
     assert.equal(readFileSync(join(dir, "notes.txt"), "utf8"), "mine");
     assert.match(readFileSync(join(dir, "api", "widget.ts"), "utf8"), /kind: "Widget"/);
