@@ -2,6 +2,7 @@
 // close. TLS is exercised against the real API server in tests/integration.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
+import process from "node:process";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AuthProvider, KubeConfig } from "../../lib/kube/config/types.ts";
 import { defaultUserAgent, headerRecord, newTransport } from "../../lib/kube/transport.ts";
@@ -224,6 +225,48 @@ describe("newTransport", () => {
       transport.close();
     }
   });
+
+  it(
+    "goes through Deno's HTTP/1.1 client (no compression asked), or fetch with RUDDER_DENO_FETCH=1",
+    { ...TIMEOUT, skip: !("Deno" in globalThis) },
+    async () => {
+      const send = async () => {
+        requests.length = 0;
+        const transport = newTransport(configWith({ credentials: () => Promise.resolve({}) }));
+        try {
+          // A stream body is what only fetch sends, on either path.
+          const stream = new ReadableStream({
+            start(controller) {
+              controller.enqueue(new TextEncoder().encode("{}"));
+              controller.close();
+            },
+          });
+          await (await transport.fetch("/a", { headers: { Accept: "application/json" } })).text();
+          await (await transport.fetch("/b", {
+            method: "POST",
+            body: stream,
+            duplex: "half",
+          } as RequestInit)).text();
+          return requests.map((r) => r.headers["accept-encoding"]);
+        } finally {
+          transport.close();
+        }
+      };
+      const previous = process.env.RUDDER_DENO_FETCH;
+      try {
+        delete process.env.RUDDER_DENO_FETCH;
+        const [own, streamed] = await send();
+        assert.equal(own, "identity");
+        assert.match(String(streamed), /gzip/, "a stream body falls back to fetch");
+        process.env.RUDDER_DENO_FETCH = "1";
+        const [viaFetch] = await send();
+        assert.match(String(viaFetch), /gzip/);
+      } finally {
+        if (previous === undefined) delete process.env.RUDDER_DENO_FETCH;
+        else process.env.RUDDER_DENO_FETCH = previous;
+      }
+    },
+  );
 
   it("refuses requests after close, naming the server", TIMEOUT, async () => {
     const transport = newTransport(
