@@ -70,27 +70,37 @@ export function createDenoFetcher(tls: TlsSettings): Fetcher {
   if (tls.proxyURL || useDenoFetch()) {
     return { fetch: viaFetch, close: () => client?.close() };
   }
-  const pools = new Map<string, Http1Pool>();
+  // One pool per origin, parsed once; `null` for an origin only fetch can reach.
+  const pools = new Map<string, Http1Pool | null>();
+  const poolFor = (origin: string): Http1Pool | null => {
+    let pool = pools.get(origin);
+    if (pool === undefined) {
+      const server = http1Server(origin);
+      pool = server && new Http1Pool({
+        ...server,
+        caCerts: tls.caData ? [tls.caData] : undefined,
+        cert: tls.cert,
+        key: tls.key,
+      });
+      pools.set(origin, pool);
+    }
+    return pool;
+  };
   return {
     fetch(url, init) {
-      const request = http1Request(url, init);
-      if (!request) return viaFetch(url, init);
-      let pool = pools.get(request.origin);
-      if (!pool) {
-        pool = new Http1Pool({
-          hostname: request.hostname,
-          port: request.port,
-          tls: request.tls,
-          caCerts: tls.caData ? [tls.caData] : undefined,
-          cert: tls.cert,
-          key: tls.key,
-        });
-        pools.set(request.origin, pool);
-      }
-      return pool.request(request);
+      const slash = url.indexOf("/", url.indexOf("//") + 2);
+      const pool = slash > 0 && http1Sendable(init) ? poolFor(url.slice(0, slash)) : null;
+      if (!pool) return viaFetch(url, init);
+      return pool.request({
+        method: init.method ?? "GET",
+        target: url.slice(slash),
+        headers: (init.headers ?? {}) as Record<string, string>,
+        body: (init.body ?? undefined) as string | Uint8Array | undefined,
+        signal: init.signal ?? undefined,
+      });
     },
     close() {
-      for (const pool of pools.values()) pool.close();
+      for (const pool of pools.values()) pool?.close();
       pools.clear();
       client?.close();
     },
@@ -112,38 +122,28 @@ function useDenoFetch(): boolean {
   }
 }
 
-/** The parts of a request the HTTP/1.1 client takes; `undefined` for what only fetch sends. */
-function http1Request(url: string, init: RequestInit) {
-  const tls = url.startsWith("https://");
-  if (!tls && !url.startsWith("http://")) return undefined;
-  const slash = url.indexOf("/", tls ? 8 : 7);
-  const origin = slash < 0 ? url : url.slice(0, slash);
+/** True when the HTTP/1.1 client can send `init`: a string or byte body, headers as a record. */
+function http1Sendable(init: RequestInit): boolean {
   const body = init.body;
   if (
     body !== undefined && body !== null && typeof body !== "string" && !(body instanceof Uint8Array)
   ) {
-    return undefined;
+    return false;
   }
   const headers = init.headers;
-  if (headers !== undefined && (headers instanceof Headers || Array.isArray(headers))) {
-    return undefined;
-  }
+  return headers === undefined || !(headers instanceof Headers || Array.isArray(headers));
+}
+
+/** Host, port and scheme of an `http(s)://host[:port]` origin; `null` for anything else. */
+function http1Server(origin: string): { hostname: string; port: number; tls: boolean } | null {
   let parsed: URL;
   try {
     parsed = new URL(origin);
   } catch {
-    return undefined;
+    return null;
   }
+  const tls = parsed.protocol === "https:";
+  if (!tls && parsed.protocol !== "http:") return null;
   const hostname = parsed.hostname.startsWith("[") ? parsed.hostname.slice(1, -1) : parsed.hostname;
-  return {
-    origin,
-    hostname,
-    port: parsed.port ? Number(parsed.port) : tls ? 443 : 80,
-    tls,
-    method: init.method ?? "GET",
-    target: slash < 0 ? "/" : url.slice(slash),
-    headers: (headers ?? {}) as Record<string, string>,
-    body: body ?? undefined,
-    signal: init.signal ?? undefined,
-  };
+  return { hostname, port: parsed.port ? Number(parsed.port) : tls ? 443 : 80, tls };
 }
