@@ -11,6 +11,7 @@ import { ApiError, ConnectionError } from "./errors.ts";
 import { redactURL } from "./redact.ts";
 import { newTransport, type Transport, type TransportOptions } from "./transport.ts";
 import { decodeWatchStream, type WatchEvent } from "./watch.ts";
+import { Deadlines } from "../util/deadlines.ts";
 import { sleep } from "../util/abort.ts";
 
 const logger = getLogger(["rudder", "kube", "rest"]);
@@ -85,6 +86,8 @@ export interface RestClientOptions extends TransportOptions {
 
 /** Default request timeout: generous for a list of thousands of objects, finite for a hang. */
 const DEFAULT_TIMEOUT_MS = 60_000;
+/** The deadlines of every client's requests, on one timer. */
+const requestDeadlines = new Deadlines();
 const DEFAULT_MAX_RETRIES = 5;
 /** First retry delay without `Retry-After`; doubles up to the cap, with jitter. */
 const RETRY_BASE_MS = 200;
@@ -219,9 +222,10 @@ export class RestClient {
 
   /**
    * Sends a request and reads its answer with `read`, both within `timeout` milliseconds (none
-   * when 0). The timer is cleared once the answer is read: `AbortSignal.timeout` would stay
-   * armed for the whole timeout after every request, one pending timer per request (8.5 MiB of
-   * live heap for 30,000 on Deno) and 5 µs more each.
+   * when 0). The deadline is cancelled once the answer is read: `AbortSignal.timeout` would
+   * stay armed for the whole timeout after every request, one pending timer per request (8.5 MiB
+   * of live heap for 30,000 on Deno) and 5 µs more each; deadlines share one timer
+   * (util/deadlines.ts), where a timer per request cost 35 µs on Deno.
    */
   async #exchange<T>(
     request: RestRequest,
@@ -230,14 +234,14 @@ export class RestClient {
   ): Promise<T> {
     if (!(timeout > 0)) return await read(await this.#send(request, undefined));
     const deadline = new AbortController();
-    const timer = setTimeout(
-      () => deadline.abort(new DOMException("The request timed out.", "TimeoutError")),
+    const timer = requestDeadlines.add(
       timeout,
+      () => deadline.abort(new DOMException("The request timed out.", "TimeoutError")),
     );
     try {
       return await read(await this.#send(request, deadline.signal));
     } finally {
-      clearTimeout(timer);
+      timer.cancel();
     }
   }
 
