@@ -9,7 +9,7 @@
  *           ┌─ refusal (4xx, malformed event) twice at one resourceVersion ─┐
  *           ▼                                                               │
  *   ┌──► Listing ─── Init, InitApply…, InitDone ─────────────────────► Watching ─► Apply, Delete
- *   │       │   (streaming list, else paged list)                        │   ▲
+ *   │       │   (paged list; a streaming list when asked)                │   ▲
  *   │       │ error                                                      │   └─ the server's
  *   │       ▼                                                            │      timeout ended
  *   └─── Backoff ◄──── error: network, 5xx, 429, idle deadline, ─────────┘      the stream
@@ -59,9 +59,27 @@ export interface WatcherOptions {
   fieldSelector?: string;
   /** Watch only metadata (PartialObjectMetadata), for large kinds such as Secrets. */
   metadataOnly?: boolean;
-  /** Objects per page of a paged list; default 500. */
+  /**
+   * Objects per page of a paged list; default 5,000. Pages of 5,000 bound the memory a list
+   * holds at once while costing nearly nothing over one unpaged list: measured on one machine
+   * against kube-apiserver 1.36 with 10,000 ConfigMaps of 1 KiB, time to synced on Bun was
+   * 306–325 ms with pages of 5,000, 412–444 ms with pages of 500 and 272–296 ms with one
+   * unpaged list.
+   */
   pageSize?: number;
-  /** Try streaming lists (`sendInitialEvents`) first; default true. */
+  /**
+   * List with a streaming list (a watch with `sendInitialEvents=true`, whose connection goes
+   * on as the watch) instead of a paged list; default false. A server that refuses streaming
+   * lists (400 or 422) gets paged lists instead, from then on.
+   *
+   * Off by default because the API server encodes each event of a streaming list separately,
+   * which costs more than one list answer. Measured against kube-apiserver 1.36 with 10,000
+   * ConfigMaps of 1 KiB, time to synced: on Bun 486–574 ms streaming against 306–325 ms with
+   * pages of 5,000 (412–444 ms with pages of 500, 272–296 ms with one unpaged list); on Deno
+   * 548–717 ms streaming against 441–510 ms with pages of 5,000; Go controller-runtime on
+   * protobuf took 240–290 ms. Streaming lists remain the choice when a kind's objects are so
+   * many or so large that a page of them should never be held at once.
+   */
   streamingList?: boolean;
   /** Bounds of the server-side watch timeout in seconds; default [240, 290] (Bun drops idle connections at 300 s). */
   watchTimeoutSeconds?: [number, number];
@@ -100,7 +118,7 @@ export interface Watcher<T> extends AsyncIterable<WatcherEvent<T>> {
   status(): WatcherStatus;
 }
 
-const DEFAULT_PAGE_SIZE = 500;
+const DEFAULT_PAGE_SIZE = 5000;
 const DEFAULT_WATCH_TIMEOUT: [number, number] = [240, 290];
 const IDLE_MARGIN_MS = 30_000;
 const DEFAULT_BACKOFF = { initial: 800, max: 30_000 };
@@ -297,7 +315,7 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
     this.#type = type;
     this.#options = options;
     this.#signal = options.signal ?? new AbortController().signal;
-    this.#streamingList = options.streamingList ?? true;
+    this.#streamingList = options.streamingList ?? false;
     const where = type.scope === "Namespaced" && options.namespace
       ? ` in ${options.namespace}`
       : "";
@@ -503,8 +521,9 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
   }
 
   /**
-   * Listing: yields Init, one InitApply per object and InitDone. A streaming list returns its
-   * open connection, which goes on as the watch; a paged list returns nothing.
+   * Listing: yields Init, one InitApply per object and InitDone. A paged list (the default)
+   * returns nothing; a streaming list (when asked) returns its open connection, which goes on
+   * as the watch.
    */
   async *#list(): AsyncGenerator<WatcherEvent<T>, Connection<T> | undefined, undefined> {
     this.#status.lists++;

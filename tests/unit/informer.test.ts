@@ -1,10 +1,12 @@
-// The informer's recovery paths against a small fake server that misbehaves on demand: broken
-// lines, silent connections, expired resourceVersions, servers without streaming lists, and
-// handlers that throw or dawdle. Reliability against the real API server is tested in
+// The informer's list strategies (paged lists by default, streaming lists on request) and its
+// recovery paths against a small fake server that misbehaves on demand: broken lines, silent
+// connections, expired resourceVersions, servers without streaming lists, and handlers that
+// throw or dawdle. Reliability against the real API server is tested in
 // tests/integration/informer.test.ts.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { ConfigMap } from "../../lib/api/builtins.ts";
+import { newCache } from "../../lib/cache/cache.ts";
 import { Informer } from "../../lib/cache/informer.ts";
 import type { DeepReadonly } from "../../lib/api/readonly.ts";
 import { FakeWatchServer, NAMESPACE } from "../support/fake_watch_server.ts";
@@ -16,23 +18,84 @@ const T = { timeout: 30_000 };
 
 type CM = ConfigMap;
 
+/** Name → data.v, in name order (so two of them compare as JSON whatever the list order). */
 function contents(informer: Informer<CM>): Record<string, string | undefined> {
   return Object.fromEntries(
-    informer.store.list().map((cm) => [cm.metadata!.name!, cm.data?.v]),
+    informer.store.list().map((cm) => [cm.metadata!.name!, cm.data?.v] as const)
+      .sort(([a], [b]) => a.localeCompare(b)),
   );
 }
 
 function serverContents(server: FakeWatchServer): Record<string, string | undefined> {
-  return Object.fromEntries([...server.objects.values()].map((o) => [o.metadata.name, o.data?.v]));
+  return Object.fromEntries(
+    [...server.objects.values()].map((o) => [o.metadata.name, o.data?.v] as const)
+      .sort(([a], [b]) => a.localeCompare(b)),
+  );
+}
+
+function isWatch(request: { url: URL }): boolean {
+  return request.url.searchParams.get("watch") === "true";
 }
 
 describe("Informer", T, () => {
   const h = useInformerHarness(T);
 
-  it("lists with a streaming list, then applies watch events in order", T, async () => {
+  it(
+    "lists with one paged list of 5,000 by default, then watches from its resourceVersion",
+    T,
+    async () => {
+      h.server.put("a", { v: "1" });
+      h.server.put("b", { v: "1" });
+      const listedAt = String(h.server.resourceVersion);
+      const informer = h.start();
+      await informer.waitForSync();
+      assert.deepEqual(contents(informer), { a: "1", b: "1" });
+      h.server.put("c", { v: "1" });
+      await eventually("the watch delivers", () => informer.store.size === 3);
+      const lists = h.server.requests.filter((r) => !isWatch(r));
+      assert.equal(lists.length, 1);
+      assert.equal(lists[0].url.searchParams.get("limit"), "5000");
+      assert.equal(lists[0].url.searchParams.get("continue"), null);
+      assert.ok(
+        h.server.requests.every((r) => !r.url.searchParams.has("sendInitialEvents")),
+        "no streaming list is asked for",
+      );
+      const watches = h.server.requests.filter(isWatch);
+      assert.equal(watches.length, 1);
+      assert.equal(watches[0].url.searchParams.get("resourceVersion"), listedAt);
+      assert.equal(watches[0].url.searchParams.get("resourceVersionMatch"), null);
+      assert.equal(watches[0].url.searchParams.get("allowWatchBookmarks"), "true");
+      const timeout = Number(watches[0].url.searchParams.get("timeoutSeconds"));
+      assert.ok(timeout >= 240 && timeout <= 290, `timeoutSeconds ${timeout} in [240, 290]`);
+      // List items have no apiVersion and kind; the informer fills them in.
+      const stored = informer.store.get(`${NAMESPACE}/a`)!;
+      assert.equal(stored.apiVersion, "v1");
+      assert.equal(stored.kind, "ConfigMap");
+      assert.ok(Object.isFrozen(stored) && Object.isFrozen(stored.data));
+    },
+  );
+
+  it("honours pageSize and follows continue tokens across pages", T, async () => {
+    for (let i = 0; i < 7; i++) h.server.put(`o${i}`, { v: "1" });
+    const informer = h.start({ pageSize: 3 });
+    await informer.waitForSync();
+    assert.deepEqual(
+      informer.store.keys().sort(),
+      [0, 1, 2, 3, 4, 5, 6].map((i) => `${NAMESPACE}/o${i}`),
+    );
+    const lists = h.server.requests.filter((r) => !isWatch(r));
+    assert.deepEqual(lists.map((r) => r.url.searchParams.get("continue") ?? ""), ["", "3", "6"]);
+    assert.ok(lists.every((r) => r.url.searchParams.get("limit") === "3"));
+    assert.ok(h.server.requests.every((r) => !r.url.searchParams.has("sendInitialEvents")));
+    assert.equal(informer.health().lists, 1, "three pages make one list");
+    h.server.put("late", { v: "1" });
+    await eventually("the watch after the pages delivers", () => informer.store.size === 8);
+  });
+
+  it("lists with a streaming list when asked, then applies watch events in order", T, async () => {
     h.server.put("a", { v: "1" });
     h.server.put("b", { v: "1" });
-    const informer = h.start();
+    const informer = h.start({ streamingList: true });
     await informer.waitForSync();
     assert.deepEqual(contents(informer), { a: "1", b: "1" });
     h.server.put("a", { v: "2" });
@@ -54,13 +117,47 @@ describe("Informer", T, () => {
     assert.ok(Object.isFrozen(stored) && Object.isFrozen(stored.data));
   });
 
+  const cacheCases = [
+    { how: "in pages of 5,000 by default", informer: undefined, limits: ["5000"], streamed: 0 },
+    {
+      how: "with a streaming list when asked",
+      informer: { streamingList: true },
+      limits: [],
+      streamed: 1,
+    },
+    { how: "in pages of its pageSize", informer: { pageSize: 2 }, limits: ["2", "2"], streamed: 0 },
+  ];
+  for (const { how, informer, limits, streamed } of cacheCases) {
+    it(`a cache's informers list ${how}`, T, async () => {
+      for (let i = 0; i < 3; i++) h.server.put(`o${i}`, { v: "1" });
+      const cache = newCache(h.server.config(), {
+        rest: h.rest,
+        defaultNamespaces: { [NAMESPACE]: {} },
+        informer,
+      });
+      const running = cache.start(h.stop.signal);
+      try {
+        assert.equal((await cache.list(ConfigMap)).items.length, 3);
+      } finally {
+        h.stop.abort();
+        await running;
+      }
+      const streams = h.server.requests.filter((r) =>
+        r.url.searchParams.get("sendInitialEvents") === "true"
+      );
+      assert.equal(streams.length, streamed);
+      const lists = h.server.requests.filter((r) => !isWatch(r));
+      assert.deepEqual(lists.map((r) => r.url.searchParams.get("limit")), limits);
+    });
+  }
+
   it(
-    "falls back to a paged list when the server refuses streaming lists, and remembers",
+    "falls back to paged lists when the server refuses the streaming list asked for, and remembers",
     T,
     async () => {
       h.server.refuseStreamingList = true;
       for (let i = 0; i < 7; i++) h.server.put(`o${i}`, { v: "1" });
-      const informer = h.start({ pageSize: 3 });
+      const informer = h.start({ streamingList: true, pageSize: 3 });
       await informer.waitForSync();
       assert.equal(informer.store.size, 7);
       const lists = h.server.requests.filter((r) => r.url.searchParams.get("watch") !== "true");
@@ -127,42 +224,55 @@ describe("Informer", T, () => {
     },
   );
 
-  it("relists on 410 Gone, swapping the store and telling handlers what changed", T, async () => {
-    h.server.put("keep", { v: "1" });
-    h.server.put("change", { v: "1" });
-    h.server.put("vanish", { v: "1" });
-    const informer = h.start();
-    const seen: string[] = [];
-    informer.addEventHandler({
-      onAdd: (cm, initial) => seen.push(`add ${cm.metadata?.name}${initial ? " (initial)" : ""}`),
-      onUpdate: (old, cm) => seen.push(`update ${cm.metadata?.name} ${old.data?.v}→${cm.data?.v}`),
-      onDelete: (cm) => seen.push(`delete ${cm.metadata?.name}`),
-    });
-    await informer.waitForSync();
-    const keepBefore = informer.store.get(`${NAMESPACE}/keep`);
-    // While disconnected: changes the watch never sees, then history is compacted.
-    h.server.putSilently("change", { v: "2" });
-    h.server.removeSilently("vanish");
-    h.server.putSilently("new", { v: "1" });
-    h.server.compactedBelow = h.server.resourceVersion;
-    h.server.closeWatches();
-    await eventually(
-      "the relist brings the store in line",
-      () => JSON.stringify(contents(informer)) === JSON.stringify(serverContents(h.server)),
+  for (const streamingList of [false, true]) {
+    const how = streamingList ? "a streaming list" : "a paged list";
+    it(
+      `relists on 410 Gone with ${how}, swapping the store and telling handlers what changed`,
+      T,
+      async () => {
+        h.server.put("keep", { v: "1" });
+        h.server.put("change", { v: "1" });
+        h.server.put("vanish", { v: "1" });
+        const informer = h.start({ streamingList });
+        const seen: string[] = [];
+        informer.addEventHandler({
+          onAdd: (cm, initial) =>
+            seen.push(`add ${cm.metadata?.name}${initial ? " (initial)" : ""}`),
+          onUpdate: (old, cm) =>
+            seen.push(`update ${cm.metadata?.name} ${old.data?.v}→${cm.data?.v}`),
+          onDelete: (cm) => seen.push(`delete ${cm.metadata?.name}`),
+        });
+        await informer.waitForSync();
+        const keepBefore = informer.store.get(`${NAMESPACE}/keep`);
+        // While disconnected: changes the watch never sees, then history is compacted.
+        h.server.putSilently("change", { v: "2" });
+        h.server.removeSilently("vanish");
+        h.server.putSilently("new", { v: "1" });
+        h.server.compactedBelow = h.server.resourceVersion;
+        h.server.closeWatches();
+        await eventually(
+          "the relist brings the store in line",
+          () => JSON.stringify(contents(informer)) === JSON.stringify(serverContents(h.server)),
+        );
+        await eventually("handlers heard the difference", () => seen.length >= 6);
+        assert.deepEqual(seen.slice(3).sort(), [
+          "add new (initial)",
+          "delete vanish",
+          "update change 1→2",
+        ]);
+        assert.equal(
+          informer.store.get(`${NAMESPACE}/keep`),
+          keepBefore,
+          "an unchanged object keeps its identity",
+        );
+        assert.equal(informer.health().lists, 2);
+        const relisted = h.server.requests.filter((r) =>
+          r.url.searchParams.get("sendInitialEvents") === "true"
+        ).length;
+        assert.equal(relisted, streamingList ? 2 : 0, `both lists are ${how}s`);
+      },
     );
-    await eventually("handlers heard the difference", () => seen.length >= 6);
-    assert.deepEqual(seen.slice(3).sort(), [
-      "add new (initial)",
-      "delete vanish",
-      "update change 1→2",
-    ]);
-    assert.equal(
-      informer.store.get(`${NAMESPACE}/keep`),
-      keepBefore,
-      "an unchanged object keeps its identity",
-    );
-    assert.equal(informer.health().lists, 2);
-  });
+  }
 
   it("backs off after server errors, honours Retry-After on 429, and recovers", T, async () => {
     h.server.put("a", { v: "1" });
@@ -239,13 +349,13 @@ describe("Informer", T, () => {
   });
 
   it("asks for metadata only with the PartialObjectMetadata Accept header", T, async () => {
-    h.server.refuseStreamingList = true;
     h.server.put("a", { v: "1" });
     const informer = h.start({ metadataOnly: true });
     await informer.waitForSync();
-    const list = h.server.requests.find((r) => r.url.searchParams.get("watch") !== "true")!;
+    const list = h.server.requests.find((r) => !isWatch(r))!;
     assert.match(list.accept ?? "", /as=PartialObjectMetadataList;g=meta.k8s.io;v=v1/);
-    const watch = h.server.requests.find((r) => r.url.searchParams.get("watch") === "true")!;
+    await eventually("the watch starts", () => h.server.requests.some(isWatch));
+    const watch = h.server.requests.find(isWatch)!;
     assert.match(watch.accept ?? "", /as=PartialObjectMetadata;g=meta.k8s.io;v=v1/);
     assert.equal(informer.store.get(`${NAMESPACE}/a`)!.kind, "ConfigMap");
   });

@@ -164,54 +164,77 @@ describe("watcher and healing informers", T, () => {
     });
   }
 
-  it("yields Init, InitApply, InitDone, then Apply and Delete, with no store", T, async () => {
-    h.server.put("a", { v: "1" });
-    h.server.put("b", { v: "1" });
-    const seen: string[] = [];
-    const events = watcher(h.rest, ConfigMap, {
-      namespace: NAMESPACE,
-      signal: h.stop.signal,
-      backoff: { initial: 10, max: 50 },
-    });
-    for await (const event of events) {
-      seen.push(summary(event));
-      if (event.type === "InitDone") {
-        assert.equal(events.status().state, "Watching");
-        h.server.put("a", { v: "2" });
-        h.server.remove("b");
-      }
-      if (event.type === "Delete") break;
-    }
-    assert.deepEqual(seen, [
-      "Init",
-      "InitApply a 1",
-      "InitApply b 1",
-      "InitDone",
-      "Apply a 2",
-      "Delete b 1",
-    ]);
-    await eventually("leaving the loop closed the connection", () => h.server.openWatches === 0);
-    assert.throws(() => events[Symbol.asyncIterator](), /already iterated/);
-  });
+  for (const streamingList of [false, true]) {
+    const how = streamingList ? "a streaming list" : "a paged list (the default)";
+    it(
+      `yields Init, InitApply, InitDone, then Apply and Delete, with no store: ${how}`,
+      T,
+      async () => {
+        h.server.put("a", { v: "1" });
+        h.server.put("b", { v: "1" });
+        const seen: string[] = [];
+        const events = watcher(h.rest, ConfigMap, {
+          namespace: NAMESPACE,
+          signal: h.stop.signal,
+          backoff: { initial: 10, max: 50 },
+          ...(streamingList ? { streamingList } : {}),
+        });
+        for await (const event of events) {
+          seen.push(summary(event));
+          if (event.type === "InitDone") {
+            assert.equal(events.status().state, "Watching");
+            h.server.put("a", { v: "2" });
+            h.server.remove("b");
+          }
+          if (event.type === "Delete") break;
+        }
+        assert.deepEqual(seen, [
+          "Init",
+          "InitApply a 1",
+          "InitApply b 1",
+          "InitDone",
+          "Apply a 2",
+          "Delete b 1",
+        ]);
+        await eventually(
+          "leaving the loop closed the connection",
+          () => h.server.openWatches === 0,
+        );
+        assert.throws(() => events[Symbol.asyncIterator](), /already iterated/);
+        const streamed = h.server.requests.filter((r) =>
+          r.url.searchParams.get("sendInitialEvents") === "true"
+        );
+        assert.equal(streamed.length, streamingList ? 1 : 0);
+      },
+    );
 
-  it("skips events that are not newer than where it resumes from", T, async () => {
-    h.server.put("a", { v: "1" });
-    const stale = JSON.stringify({
-      type: "MODIFIED",
-      object: { ...cm("a", "50", "stale") },
+    it(`skips events that are not newer than where it resumes from: ${how}`, T, async () => {
+      h.server.put("a", { v: "1" });
+      const stale = JSON.stringify({
+        type: "MODIFIED",
+        object: { ...cm("a", "50", "stale") },
+      });
+      const duplicate = JSON.stringify({ type: "ADDED", object: h.server.objects.get("a") });
+      h.server.injectLines = [stale, duplicate];
+      const seen: string[] = [];
+      for await (
+        const event of watcher(h.rest, ConfigMap, {
+          namespace: NAMESPACE,
+          signal: h.stop.signal,
+          streamingList,
+        })
+      ) {
+        seen.push(summary(event));
+        if (event.type === "InitDone") {
+          // After the stale lines (a paged list's watch opens after InitDone), so they come first.
+          void eventually("the stale lines are sent", () => h.server.injections === 1)
+            .then(() => h.server.put("b", { v: "1" }));
+        }
+        if (event.type === "Apply") break;
+      }
+      assert.deepEqual(seen, ["Init", "InitApply a 1", "InitDone", "Apply b 1"]);
     });
-    const duplicate = JSON.stringify({ type: "ADDED", object: h.server.objects.get("a") });
-    h.server.injectLines = [stale, duplicate];
-    const seen: string[] = [];
-    for await (
-      const event of watcher(h.rest, ConfigMap, { namespace: NAMESPACE, signal: h.stop.signal })
-    ) {
-      seen.push(summary(event));
-      if (event.type === "InitDone") h.server.put("b", { v: "1" });
-      if (event.type === "Apply") break;
-    }
-    assert.deepEqual(seen, ["Init", "InitApply a 1", "InitDone", "Apply b 1"]);
-  });
+  }
 
   for (const inStream of [false, true]) {
     const how = inStream ? "an ERROR event" : "a 400 status";
