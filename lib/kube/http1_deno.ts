@@ -42,6 +42,11 @@ export interface Http1Request {
   headers: Record<string, string>;
   body?: string | Uint8Array;
   signal?: AbortSignal;
+  /**
+   * Hand the body over as it comes (watches, followed logs). Otherwise a body is read whole
+   * before the answer resolves, which keeps a large list in one buffer.
+   */
+  stream?: boolean;
 }
 
 interface DenoConn {
@@ -115,13 +120,6 @@ class Connection {
     if (n === null) return false;
     this.end += n;
     return true;
-  }
-
-  /** Takes `n` buffered bytes (n ≤ buffered) as a copy. */
-  take(n: number): Uint8Array<ArrayBuffer> {
-    const out = this.buffer.slice(this.start, this.start + n);
-    this.start += n;
-    return out;
   }
 
   async writeAll(bytes: Uint8Array): Promise<void> {
@@ -209,26 +207,27 @@ async function readFixed(c: Connection, length: number): Promise<Uint8Array<Arra
 }
 
 /**
- * Parses chunked transfer coding from the buffer. Returns the data of the chunks complete in
- * the buffer and whether the last chunk (and its trailers) was among them; leaves a partial
- * chunk in the buffer.
+ * Parses chunked transfer coding from the buffer, handing each piece of chunk data to `sink`
+ * (a view into the buffer, valid only during the call). Returns true once the last chunk (and
+ * its trailers) has been read; leaves an incomplete size line in the buffer.
  */
-function takeChunks(c: Connection, state: { remaining: number }): {
-  parts: Uint8Array<ArrayBuffer>[];
-  done: boolean;
-} {
-  const parts: Uint8Array<ArrayBuffer>[] = [];
+function takeChunks(
+  c: Connection,
+  state: { remaining: number },
+  sink: (data: Uint8Array) => void,
+): boolean {
   for (;;) {
     if (state.remaining > 0) {
       const n = Math.min(state.remaining, c.end - c.start);
-      if (n === 0) return { parts, done: false };
-      parts.push(c.take(n));
+      if (n === 0) return false;
+      sink(c.buffer.subarray(c.start, c.start + n));
+      c.start += n;
       state.remaining -= n;
-      if (state.remaining > 0) return { parts, done: false };
+      if (state.remaining > 0) return false;
       state.remaining = -2; // the CRLF after the data
     }
     if (state.remaining === -2) {
-      if (c.end - c.start < 2) return { parts, done: false };
+      if (c.end - c.start < 2) return false;
       if (c.buffer[c.start] !== 0x0d || c.buffer[c.start + 1] !== 0x0a) {
         throw new HttpProtocolError("a chunk does not end with CRLF");
       }
@@ -238,7 +237,7 @@ function takeChunks(c: Connection, state: { remaining: number }): {
     const end = lineEnd(c, c.start);
     if (end < 0) {
       if (c.end - c.start > 4096) throw new HttpProtocolError("a chunk size line is too long");
-      return { parts, done: false };
+      return false;
     }
     const line = latin1.decode(c.buffer.subarray(c.start, end - 2));
     const size = parseInt(line.split(";", 1)[0].trim(), 16);
@@ -250,10 +249,10 @@ function takeChunks(c: Connection, state: { remaining: number }): {
       let at = end;
       for (;;) {
         const next = lineEnd(c, at);
-        if (next < 0) return { parts, done: false };
+        if (next < 0) return false;
         if (next - at === 2) {
           c.start = next;
-          return { parts, done: true };
+          return true;
         }
         at = next;
       }
@@ -263,17 +262,34 @@ function takeChunks(c: Connection, state: { remaining: number }): {
   }
 }
 
-function concat(parts: Uint8Array<ArrayBuffer>[]): Uint8Array<ArrayBuffer> {
-  if (parts.length === 1) return parts[0];
-  let length = 0;
-  for (const part of parts) length += part.length;
-  const out = new Uint8Array(length);
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
+/**
+ * Bytes appended into one buffer that doubles as it fills: a body read whole is copied once,
+ * from the connection's buffer into this one, instead of into a piece per chunk and then into
+ * their concatenation (which left Deno 2.3 KB of resident memory more per listed object).
+ */
+class Collector {
+  #buffer: Uint8Array<ArrayBuffer>;
+  length = 0;
+
+  /** `capacity`: the bytes expected, such as those already buffered. */
+  constructor(capacity: number) {
+    this.#buffer = new Uint8Array(capacity);
   }
-  return out;
+
+  append = (data: Uint8Array): void => {
+    const needed = this.length + data.length;
+    if (needed > this.#buffer.length) {
+      const grown = new Uint8Array(Math.max(needed, this.#buffer.length * 2));
+      grown.set(this.#buffer.subarray(0, this.length));
+      this.#buffer = grown;
+    }
+    this.#buffer.set(data, this.length);
+    this.length = needed;
+  };
+
+  bytes(): Uint8Array<ArrayBuffer> {
+    return this.#buffer.subarray(0, this.length);
+  }
 }
 
 /** Decodes a gzip body (the API server compresses large answers when asked to). */
@@ -443,14 +459,19 @@ export class Http1Pool {
     const transfer = (headers.get("transfer-encoding") ?? "").toLowerCase();
     if (transfer.includes("chunked")) {
       const state = { remaining: 0 };
-      const first = takeChunks(c, state);
-      if (first.done) {
-        // The whole body came with the header: the common case for small answers.
+      const body = new Collector(c.end - c.start);
+      let last = takeChunks(c, state, body.append);
+      // A body asked for whole is read to its end here; the common small one came with the head.
+      while (!last && !request.stream) {
+        if (!(await c.fill())) throw new ConnectionClosedError("in the middle of a body");
+        last = takeChunks(c, state, body.append);
+      }
+      if (last) {
         this.#release(c, keepAlive);
         done();
-        return finish(concat(first.parts));
+        return finish(body.bytes());
       }
-      return this.#streamed(c, keepAlive, init, decode, first.parts, state, request.signal, done);
+      return this.#streamed(c, keepAlive, init, decode, body, state, request.signal, done);
     }
     const lengthHeader = headers.get("content-length");
     if (lengthHeader !== null) {
@@ -464,12 +485,16 @@ export class Http1Pool {
       return finish(body);
     }
     // Neither: the body runs to the end of the connection, which is not kept.
-    const parts: Uint8Array<ArrayBuffer>[] = [];
-    if (c.end > c.start) parts.push(c.take(c.end - c.start));
-    while (await c.fill()) parts.push(c.take(c.end - c.start));
+    const body = new Collector(READ_SIZE);
+    body.append(c.buffer.subarray(c.start, c.end));
+    c.start = c.end;
+    while (await c.fill()) {
+      body.append(c.buffer.subarray(c.start, c.end));
+      c.start = c.end;
+    }
     this.#discard(c);
     done();
-    return finish(concat(parts));
+    return finish(body.bytes());
   }
 
   /** A chunked body that is still coming: a stream that releases the connection at its end. */
@@ -478,7 +503,7 @@ export class Http1Pool {
     keepAlive: boolean,
     init: ResponseInit,
     decode: boolean,
-    first: Uint8Array<ArrayBuffer>[],
+    first: Collector,
     state: { remaining: number },
     signal: AbortSignal | undefined,
     done: () => void,
@@ -493,20 +518,21 @@ export class Http1Pool {
     };
     const body = new ReadableStream<Uint8Array<ArrayBuffer>>({
       start(controller) {
-        for (const part of first) controller.enqueue(part);
+        if (first.length > 0) controller.enqueue(first.bytes());
       },
       async pull(controller) {
         try {
           for (;;) {
             if (!(await c.fill())) throw new ConnectionClosedError("in the middle of a body");
-            const { parts, done: last } = takeChunks(c, state);
-            for (const part of parts) controller.enqueue(part);
+            const read = new Collector(c.end - c.start);
+            const last = takeChunks(c, state, read.append);
+            if (read.length > 0) controller.enqueue(read.bytes());
             if (last) {
               finish(true);
               controller.close();
               return;
             }
-            if (parts.length > 0) return;
+            if (read.length > 0) return;
           }
         } catch (err) {
           finish(false);

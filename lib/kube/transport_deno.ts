@@ -91,12 +91,14 @@ export function createDenoFetcher(tls: TlsSettings): Fetcher {
       const slash = url.indexOf("/", url.indexOf("//") + 2);
       const pool = slash > 0 && http1Sendable(init) ? poolFor(url.slice(0, slash)) : null;
       if (!pool) return viaFetch(url, init);
+      const target = url.slice(slash);
       return pool.request({
         method: init.method ?? "GET",
-        target: url.slice(slash),
+        target,
         headers: (init.headers ?? {}) as Record<string, string>,
         body: (init.body ?? undefined) as string | Uint8Array | undefined,
         signal: init.signal ?? undefined,
+        stream: STREAMED.test(target),
       });
     },
     close() {
@@ -121,6 +123,12 @@ function useDenoFetch(): boolean {
     return false; // No permission to read the environment.
   }
 }
+
+/**
+ * The API server's answers that go on for as long as they are read: watches and followed logs.
+ * Their bodies are streamed; every other body is read whole before the answer resolves.
+ */
+const STREAMED = /[?&](?:watch|follow)=(?:true|1)(?:&|$)/;
 
 /** True when the HTTP/1.1 client can send `init`: a string or byte body, headers as a record. */
 function http1Sendable(init: RequestInit): boolean {

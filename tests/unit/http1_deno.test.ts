@@ -77,7 +77,14 @@ function newPool(): Http1Pool {
 }
 
 function get(p: Http1Pool, target = "/x", signal?: AbortSignal): Promise<Response> {
-  return p.request({ method: "GET", target, headers: { accept: "application/json" }, signal });
+  const stream = target.includes("watch");
+  return p.request({
+    method: "GET",
+    target,
+    headers: { accept: "application/json" },
+    signal,
+    stream,
+  });
 }
 
 const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -191,7 +198,7 @@ describe("HTTP/1.1 client (Deno)", { skip: !onDeno }, () => {
       }
     };
     const p = newPool();
-    const response = await get(p);
+    const response = await get(p, "/watch");
     const reader = response.body!.getReader();
     const decoder = new TextDecoder();
     let text = "";
@@ -204,6 +211,25 @@ describe("HTTP/1.1 client (Deno)", { skip: !onDeno }, () => {
       text += decoder.decode(value);
     }
     assert.equal(text, '{"type":"ADDED","n":1}\n{"type":"ADDED","n":2}\n');
+    answer = (socket) => void socket.write("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+    assert.equal(await (await get(p)).text(), "ok");
+    assert.equal(received[1].connection, received[0].connection, "kept after the last chunk");
+  });
+
+  it("reads a chunked body asked for whole to its end before answering", T, async () => {
+    const page = JSON.stringify({ items: Array.from({ length: 3000 }, (_, i) => ({ i })) });
+    answer = async (socket) => {
+      socket.write("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n");
+      for (let at = 0; at < page.length; at += 4096) {
+        const piece = page.slice(at, at + 4096);
+        socket.write(`${piece.length.toString(16)}\r\n${piece}\r\n`);
+        if (at % (4096 * 8) === 0) await wait(2);
+      }
+      socket.write("0\r\n\r\n");
+    };
+    const p = newPool();
+    const response = await get(p);
+    assert.equal((await response.json()).items.length, 3000);
     answer = (socket) => void socket.write("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
     assert.equal(await (await get(p)).text(), "ok");
     assert.equal(received[1].connection, received[0].connection, "kept after the last chunk");
@@ -252,8 +278,9 @@ describe("HTTP/1.1 client (Deno)", { skip: !onDeno }, () => {
     await assert.rejects(get(newPool()), /after 3 of 10 body bytes/);
     answer = (socket) =>
       void socket.end("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nab");
-    const response = await get(newPool());
-    await assert.rejects(response.text(), /in the middle of a body/);
+    await assert.rejects(get(newPool()), /in the middle of a body/, "a body asked for whole");
+    const response = await get(newPool(), "/watch");
+    await assert.rejects(response.text(), /in the middle of a body/, "a streamed body");
   });
 
   it("refuses a malformed status line, header, length or chunk", T, async () => {
