@@ -373,7 +373,7 @@ export class Http1Pool {
     const signal = request.signal;
     signal?.throwIfAborted();
     const bytes = this.#encode(request);
-    for (let attempt = 0;; attempt++) {
+    for (;;) {
       const pooled = this.#idle.pop();
       const c = pooled ?? await this.#connect();
       const onAbort = () => this.#discard(c);
@@ -387,8 +387,9 @@ export class Http1Pool {
         });
         if (response === null) {
           // A kept connection the server had closed: nothing of this request was answered.
+          // Try the next (each stale one is dropped, so this ends at a new connection).
           this.#discard(c);
-          if (pooled && attempt === 0) continue;
+          if (pooled) continue;
           throw new ConnectionClosedError("before answering");
         }
         handedOver = true;
@@ -396,8 +397,8 @@ export class Http1Pool {
       } catch (err) {
         this.#discard(c);
         if (signal?.aborted) throw signal.reason;
-        // A kept connection the server closed while it idled: try a new one, once.
-        if (pooled && attempt === 0 && !progress.answered && isStaleConnection(err)) continue;
+        // A kept connection the server closed while it idled: try the next one.
+        if (pooled && !progress.answered && isStaleConnection(err)) continue;
         throw err;
       } finally {
         if (!handedOver) signal?.removeEventListener("abort", onAbort);

@@ -253,18 +253,25 @@ describe("HTTP/1.1 client (Deno)", { skip: !onDeno }, () => {
     assert.notEqual(received[1].connection, received[0].connection);
   });
 
-  it("retries once on a new connection when a kept one was closed while idle", T, async () => {
-    answer = (socket) => {
-      socket.end("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
-      setTimeout(() => socket.destroy(), 10);
-    };
-    const p = newPool();
-    assert.equal(await (await get(p)).text(), "ok");
-    await wait(50);
-    assert.equal(await (await get(p)).text(), "ok", "the stale connection is replaced");
-    assert.equal(received.length, 2);
-    assert.notEqual(received[1].connection, received[0].connection);
-  });
+  it(
+    "skips kept connections the server closed while idle, and answers on a new one",
+    T,
+    async () => {
+      answer = async (socket) => {
+        await wait(20); // three requests in flight at once: three kept connections
+        socket.end("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+        setTimeout(() => socket.destroy(), 10);
+      };
+      const p = newPool();
+      await Promise.all([1, 2, 3].map(async () => assert.equal(await (await get(p)).text(), "ok")));
+      assert.equal(new Set(received.map((r) => r.connection)).size, 3);
+      await wait(60);
+      answer = (socket) => void socket.write("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+      assert.equal(await (await get(p)).text(), "ok", "the stale connections are replaced");
+      assert.equal(received.length, 4, "no request reached a closed connection's server");
+      assert.ok(!received.slice(0, 3).some((r) => r.connection === received[3].connection));
+    },
+  );
 
   it("fails a fresh connection that closes without an answer", T, async () => {
     answer = (socket) => void socket.destroy();
