@@ -39,6 +39,7 @@ import {
   runImageStep,
 } from "./image.ts";
 import {
+  DENO_ENV,
   denoV8FlagsArg,
   findProjectDir,
   loadProject,
@@ -375,6 +376,7 @@ export async function runBuild(args: string[], io: CommandIO): Promise<number> {
       projectDir: settings.dir,
       platform,
       base,
+      processEnv: runtime === "deno" ? DENO_ENV : undefined,
     }, io);
   }
   return 0;

@@ -204,12 +204,13 @@ async function loop(
       return;
     }
     const denoConfig = join(settings.dir, "deno.json");
-    const { command, args } = runModuleCommand(runtime, settings.main, io.env, {
+    const { command, args, env } = runModuleCommand(runtime, settings.main, io.env, {
       config: runtime === "deno" && existsSync(denoConfig) ? denoConfig : undefined,
       operator: true,
     });
     io.err(`rudder dev: starting the operator: ${command} ${args.join(" ")}`);
     operator = new OperatorProcess(command, args, settings.dir, {
+      ...env,
       ...io.env,
       KUBECONFIG: kubeconfig,
       LEADER_ELECTION_NAMESPACE: io.env.LEADER_ELECTION_NAMESPACE ?? "default",

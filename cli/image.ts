@@ -89,6 +89,8 @@ export interface ImageBuildOptions {
   cache?: BlobCache;
   /** The base, when it is resolved already (`rudder build` does so before compiling). */
   resolvedBase?: ResolvedBase;
+  /** Environment of the operator's process in the image (the runtime's tunables). */
+  processEnv?: Readonly<Record<string, string>>;
 }
 
 /** What was built. */
@@ -277,6 +279,7 @@ export async function buildImage(
     name,
     user: IMAGE_USER,
     created: iso,
+    env: options.processEnv,
     annotations: imageAnnotations(
       { projectDir: options.projectDir, created: iso, extra: options.annotations },
       {
@@ -450,6 +453,7 @@ export async function runImageStep(
     projectDir: string;
     platform: Platform;
     base?: ResolvedBase;
+    processEnv?: Readonly<Record<string, string>>;
   },
   io: CommandIO,
 ): Promise<ImageBuildResult> {
@@ -460,6 +464,7 @@ export async function runImageStep(
     env: io.env,
     log: (line) => io.err(line),
     resolvedBase: build.base,
+    processEnv: build.processEnv,
   });
   if (request.push) {
     const record = imageRecordPath(build.projectDir, build.name);

@@ -143,8 +143,8 @@ function denoJson(options: ScaffoldOptions, deps: DependencyVersions): string {
     };
   return json({
     tasks: {
-      start: "deno run -A --v8-flags=--max-semi-space-size=1 main.ts",
-      run: "deno run -A --v8-flags=--max-semi-space-size=1 main.ts",
+      start: "MALLOC_MMAP_THRESHOLD_=131072 deno run -A --v8-flags=--max-semi-space-size=1 main.ts",
+      run: "MALLOC_MMAP_THRESHOLD_=131072 deno run -A --v8-flags=--max-semi-space-size=1 main.ts",
       test: "deno test -A",
       rudder: src.denoCli,
       dev: "deno task rudder dev",

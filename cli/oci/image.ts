@@ -254,6 +254,8 @@ export interface ImageOptions {
   created: string;
   /** Annotations of the manifest (also set as labels of the config). */
   annotations: Record<string, string>;
+  /** Environment of the process, set over the base's (`NAME=value` entries). */
+  env?: Readonly<Record<string, string>>;
 }
 
 /** A new image: the config and manifest bytes, and their digests. */
@@ -272,10 +274,22 @@ export interface BuiltImage {
   layers: Descriptor[];
 }
 
+/** `base` (`NAME=value` entries) with the variables of `env` added or replaced, in order. */
+export function withEnv(
+  base: string[] | undefined,
+  env: Readonly<Record<string, string>>,
+): string[] {
+  const names = new Set(Object.keys(env));
+  return [
+    ...(base ?? []).filter((entry) => !names.has(entry.split("=", 1)[0])),
+    ...Object.entries(env).map(([name, value]) => `${name}=${value}`),
+  ];
+}
+
 /**
  * The base image with `layer` on top, as an OCI image: the base's layers (Docker media types
  * translated to OCI's, digests unchanged), then the layer; the base's config with the user,
- * entrypoint, labels, `created` and history set and the command cleared.
+ * entrypoint, labels, `created`, history and the given environment set and the command cleared.
  */
 export function appendLayer(
   base: { manifest: ImageManifest; config: ImageConfig },
@@ -298,6 +312,7 @@ export function appendLayer(
       User: options.user,
       Entrypoint: [entrypoint],
       Cmd: null,
+      ...(options.env ? { Env: withEnv(baseConfig.config?.Env, options.env) } : {}),
       WorkingDir: "/",
       Labels: { ...baseConfig.config?.Labels, ...options.annotations },
     },

@@ -5,9 +5,9 @@
  * serves the Example webhooks on :9443 (the Deployment `rudder manifests` writes sets it), with
  * the certificate from /tmp/k8s-webhook-server/serving-certs.
  *
- * Run: deno run -A --v8-flags=--max-semi-space-size=1 examples/example-operator/main.ts (with a
- * kubeconfig; the V8 flag is what `rudder build` and `rudder dev` use), or build it with
- * `rudder build`.
+ * Run: MALLOC_MMAP_THRESHOLD_=131072 deno run -A --v8-flags=--max-semi-space-size=1
+ * examples/example-operator/main.ts (with a kubeconfig; the variable and the V8 flag are what
+ * `rudder build` and `rudder dev` use), or build it with `rudder build`.
  *
  * @module
  */

@@ -11,7 +11,7 @@ import {
   resolveTarget,
   TARGETS,
 } from "../../cli/build.ts";
-import { type ProjectSettings, runModuleCommand } from "../../cli/project.ts";
+import { DENO_ENV, type ProjectSettings, runModuleCommand } from "../../cli/project.ts";
 
 const settings: ProjectSettings = {
   dir: "/work/widget-operator",
@@ -230,7 +230,7 @@ describe("a failed deno compile", () => {
 });
 
 describe("running a module", () => {
-  it("gives an operator Rudder's V8 flags on Deno, and a helper module none", () => {
+  it("gives an operator Rudder's V8 flags and environment on Deno, and a helper module none", () => {
     const env = { PATH: process.env.PATH };
     const operator = runModuleCommand("deno", "main.ts", env, {
       config: "/p/deno.json",
@@ -244,7 +244,11 @@ describe("running a module", () => {
       "/p/deno.json",
       "main.ts",
     ]);
+    assert.deepEqual(operator.env, { MALLOC_MMAP_THRESHOLD_: "131072" });
+    assert.deepEqual(operator.env, DENO_ENV);
     const helper = runModuleCommand("deno", "discover.ts", env, { config: "/p/deno.json" });
     assert.deepEqual(helper.args, ["run", "-A", "--config", "/p/deno.json", "discover.ts"]);
+    assert.deepEqual(helper.env, {});
+    assert.deepEqual(runModuleCommand("bun", "main.ts", env, { operator: true }).env, {});
   });
 });

@@ -7,7 +7,7 @@ import { lstatSync, mkdirSync, readFileSync, readlinkSync, writeFileSync } from 
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { DEPENDENCY_VERSIONS } from "../../cli/init.ts";
-import { DENO_V8_FLAGS, loadProject } from "../../cli/project.ts";
+import { DENO_V8_FLAGS, denoEnvAssignments, loadProject } from "../../cli/project.ts";
 import { scaffold, SUBPATH_FILES } from "../../cli/templates.ts";
 import { VERSION } from "../../lib/version.ts";
 import { type MainRun, MEMCACHED, runMain, useScratch } from "../support/cli_main.ts";
@@ -191,10 +191,12 @@ describe("the scaffold with --local", () => {
     assert.equal(local.has(".npmrc"), false);
   });
 
-  it("runs the operator on Deno with Rudder's V8 flags, and tests without them", () => {
+  it("runs the operator on Deno with Rudder's V8 flags and environment, and tests without", () => {
     for (const scaffolded of [local, published]) {
       const deno = JSON.parse(file(scaffolded, "deno.json"));
-      const run = `deno run -A --v8-flags=${DENO_V8_FLAGS.join(",")} main.ts`;
+      const run = `${denoEnvAssignments().join(" ")} deno run -A --v8-flags=${
+        DENO_V8_FLAGS.join(",")
+      } main.ts`;
       assert.equal(deno.tasks.start, run);
       assert.equal(deno.tasks.run, run);
       assert.equal(deno.tasks.test, "deno test -A");

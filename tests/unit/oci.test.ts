@@ -24,6 +24,7 @@ import {
   MediaType,
   selectPlatform,
   sha256Digest,
+  withEnv,
 } from "../../cli/oci/image.ts";
 import {
   formatReference,
@@ -343,6 +344,27 @@ describe("the new image", () => {
       annotations,
     });
     assert.equal(again.digest, image.digest);
+  });
+
+  it("sets the process environment over the base's, keeping the base's other variables", () => {
+    const withTunable = appendLayer(
+      {
+        manifest: baseManifest,
+        config: { ...baseConfig, config: { ...baseConfig.config, Env: ["PATH=/bin", "A=base"] } },
+      },
+      layer,
+      {
+        name: "op",
+        user: "65532:65532",
+        created: "1970-01-01T00:00:00Z",
+        annotations,
+        env: { A: "mine", MALLOC_MMAP_THRESHOLD_: "131072" },
+      },
+    );
+    const env = (JSON.parse(text(withTunable.config)) as ImageConfig).config?.Env;
+    assert.deepEqual(env, ["PATH=/bin", "A=mine", "MALLOC_MMAP_THRESHOLD_=131072"]);
+    assert.deepEqual(withEnv(undefined, { B: "1=2" }), ["B=1=2"]);
+    assert.deepEqual(withEnv(["B=0", "C"], { B: "1" }), ["C", "B=1"]);
   });
 
   it("refuses a base whose config and manifest disagree", () => {
