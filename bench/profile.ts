@@ -6,7 +6,7 @@
  * keeps the raw .cpuprofile next to it (open it in Chrome DevTools).
  *
  * Usage: deno run -A bench/profile.ts [--runtime deno|bun] [--mode reconcile|sync]
- *   [--objects 2000] [--workers 10] [--name <suffix>] (the file then ends in -<suffix>)
+ *   [--objects 2000] [--workers 10] [--page-size 0] [--name <suffix>] (the file then ends in -<suffix>)
  *
  * @module
  */
@@ -19,7 +19,7 @@ import { dirname, join } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { DENO_V8_FLAGS } from "../cli/project.ts";
+import { DENO_ENV, DENO_V8_FLAGS } from "../cli/project.ts";
 import { type Client, newClient } from "../lib/client/client.ts";
 import { Environment } from "../lib/testing/envtest.ts";
 import { ROOT, setup } from "../tools/setup.ts";
@@ -97,7 +97,7 @@ async function profileDeno(args: string[]): Promise<{ profile: CpuProfile; resul
     `--v8-flags=${["--expose-gc", ...DENO_V8_FLAGS].join(",")}`,
     RUDDER,
     ...args,
-  ], { BENCH_HOLD_MS: "60000" });
+  ], { ...DENO_ENV, BENCH_HOLD_MS: "60000" });
   try {
     let targets: { webSocketDebuggerUrl: string }[] = [];
     for (let i = 0; i < 300 && targets.length === 0; i++) {
@@ -214,6 +214,7 @@ async function main(): Promise<void> {
       mode: { type: "string", default: "reconcile" },
       objects: { type: "string", default: "2000" },
       workers: { type: "string", default: "10" },
+      "page-size": { type: "string", default: "0" },
       name: { type: "string" },
     },
   });
@@ -237,6 +238,8 @@ async function main(): Promise<void> {
       values.workers,
       "--token",
       `p${Date.now().toString(36)}`,
+      "--page-size",
+      values["page-size"],
     ];
     log(`profiling ${values.mode} of ${objects} objects on ${values.runtime}`);
     const { profile, result } = values.runtime === "bun"

@@ -36,7 +36,7 @@ import { ENVTEST_KUBERNETES_VERSION } from "../lib/testing/assets.ts";
 import { Environment } from "../lib/testing/envtest.ts";
 import { ROOT, setup } from "../tools/setup.ts";
 import { BUN_COMPILE_FLAGS } from "../cli/build.ts";
-import { DENO_V8_FLAGS } from "../cli/project.ts";
+import { DENO_ENV, DENO_V8_FLAGS } from "../cli/project.ts";
 import { SENT_ANNOTATION, SEQ_ANNOTATION, TOKEN_ANNOTATION } from "./contenders/measure.ts";
 import {
   measureRelist,
@@ -131,8 +131,10 @@ function contenders(): Contender[] {
       name: "rudder-deno",
       label: "Rudder (Deno)",
       measures: MEASURES,
-      // What Rudder ships: the V8 flags of `rudder build`, `rudder dev` and the scaffold.
+      // What Rudder ships: the V8 flags and the environment of `rudder build` (its image),
+      // `rudder dev` and the scaffold.
       command: () => denoCommand(RUDDER, DENO_V8_FLAGS),
+      env: { ...DENO_ENV },
     },
     {
       name: "rudder-bun",
@@ -157,6 +159,7 @@ function contenders(): Contender[] {
             gzip === "on" ? "gzip" : "no gzip"
           } (${runtime === "deno" ? "Deno" : "Bun"})`,
           measures: ["sync"],
+          env: runtime === "deno" ? { ...DENO_ENV } : undefined,
           command: () => [
             ...(runtime === "deno" ? denoCommand(FLOOR) : [BUN, "run", FLOOR]),
             "--wire",
@@ -180,26 +183,64 @@ function contenders(): Contender[] {
       name: "rudder-deno:v8-defaults",
       label: "Rudder (Deno), V8's defaults (no --max-semi-space-size)",
       command: () => denoCommand(RUDDER, []),
+      env: { ...DENO_ENV },
       measures: ["sync", "reconcile-10", "startup"],
     },
     {
       name: "rudder-deno:semi2",
       label: "Rudder (Deno), --max-semi-space-size=2",
       command: () => denoCommand(RUDDER, ["--max-semi-space-size=2"]),
+      env: { ...DENO_ENV },
       measures: ["sync", "reconcile-10", "startup"],
+    },
+    {
+      name: "rudder-deno:fetch",
+      label: "Rudder (Deno), Deno's fetch instead of Rudder's HTTP/1.1 client",
+      command: () => denoCommand(RUDDER, DENO_V8_FLAGS),
+      env: { ...DENO_ENV, RUDDER_DENO_FETCH: "1" },
+      measures: ["sync", "reconcile-1", "reconcile-10", "startup"],
+    },
+    {
+      name: "rudder-deno:glibc-defaults",
+      label: "Rudder (Deno), glibc's malloc defaults (no MALLOC_MMAP_THRESHOLD_)",
+      command: () => denoCommand(RUDDER, DENO_V8_FLAGS),
+      measures: ["sync", "relist", "reconcile-1", "reconcile-10", "startup"],
     },
     {
       name: "rudder-deno:single-gc",
       label: "Rudder (Deno), + --single-threaded-gc",
       command: () => denoCommand(RUDDER, [...DENO_V8_FLAGS, "--single-threaded-gc"]),
+      env: { ...DENO_ENV },
       measures: ["sync", "reconcile-10", "startup"],
     },
     {
       name: "rudder-deno:size",
       label: "Rudder (Deno), + --optimize-for-size",
       command: () => denoCommand(RUDDER, [...DENO_V8_FLAGS, "--optimize-for-size"]),
+      env: { ...DENO_ENV },
       measures: ["sync", "reconcile-10", "startup"],
     },
+    ...(["deno", "bun"] as const).flatMap((runtime) => {
+      const rudder = () =>
+        runtime === "deno" ? denoCommand(RUDDER, DENO_V8_FLAGS) : [BUN, "run", RUDDER];
+      const Runtime = runtime === "deno" ? "Deno" : "Bun";
+      return [
+        {
+          name: `rudder-${runtime}:stream`,
+          label: `Rudder (${Runtime}), a streaming list (the default before pages of 5,000)`,
+          command: () => [...rudder(), "--streaming-list"],
+          env: runtime === "deno" ? { ...DENO_ENV } : undefined,
+          measures: ["sync", "relist"] as Measure[],
+        },
+        {
+          name: `rudder-${runtime}:list`,
+          label: `Rudder (${Runtime}), one list of everything instead of pages of 5,000`,
+          command: () => [...rudder(), "--page-size", "100000"],
+          env: runtime === "deno" ? { ...DENO_ENV } : undefined,
+          measures: ["sync", "relist"] as Measure[],
+        },
+      ];
+    }),
     {
       name: "rudder-bun:smol",
       label: "Rudder (Bun), --smol",

@@ -37,8 +37,10 @@ export interface ContenderArgs {
   count: number;
   /** Idle: port of the health probe server. */
   port: number;
-  /** Sync: objects per page, with streaming lists off (0: the defaults). */
+  /** Sync: objects per page of the informer's paged list (0: the default). */
   pageSize: number;
+  /** Sync: list with a streaming list (`sendInitialEvents`) instead of pages. */
+  streamingList: boolean;
   /** Floor: `list` (one GET) or `stream` (a watch with sendInitialEvents). */
   wire: string;
   /** Floor: whether to accept a gzipped body. */
@@ -63,6 +65,7 @@ export function contenderArgs(args: string[] = process.argv.slice(2)): Contender
       count: { type: "string", default: "0" },
       port: { type: "string", default: "0" },
       "page-size": { type: "string", default: "0" },
+      "streaming-list": { type: "boolean", default: false },
       timeout: { type: "string", default: "600s" },
       wire: { type: "string", default: "list" },
       gzip: { type: "string", default: "on" },
@@ -87,6 +90,7 @@ export function contenderArgs(args: string[] = process.argv.slice(2)): Contender
     count: Number(values.count),
     port: Number(values.port),
     pageSize: Number(values["page-size"]),
+    streamingList: values["streaming-list"],
     wire: values.wire,
     gzip: values.gzip !== "off",
     hold: values.hold,

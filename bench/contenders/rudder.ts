@@ -50,7 +50,10 @@ async function runSync(args: ContenderArgs): Promise<void> {
   const config = await loadConfig({ kubeconfig: args.kubeconfig });
   const cache = newCache(config, {
     defaultNamespaces: { [args.namespace]: {} },
-    informer: args.pageSize > 0 ? { streamingList: false, pageSize: args.pageSize } : undefined,
+    informer: {
+      streamingList: args.streamingList,
+      pageSize: args.pageSize > 0 ? args.pageSize : undefined,
+    },
   });
   const controller = new AbortController();
   let running: unknown;
