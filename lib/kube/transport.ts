@@ -40,6 +40,7 @@ export interface Transport {
    * request repeat, when the body can be sent again. A request that gets no answer rejects
    * with a {@linkcode ConnectionError} naming the host and the reason; an aborted one with the
    * signal's reason; a credential header that cannot be sent with an `InvalidHeaderError`.
+   * Without an `Accept-Encoding` header the request asks for no compression (`identity`).
    */
   fetch(path: string, init?: RequestInit): Promise<Response>;
   /** Releases connection pools. Requests after close fail. */
@@ -334,6 +335,10 @@ export function newTransport(config: KubeConfig, options: TransportOptions = {})
     const url = server + (path.startsWith("/") ? path : `/${path}`);
     const headers = headerRecord(init.headers);
     headers["user-agent"] = userAgent;
+    // No compression unless the caller asks for it: to an API server on loopback or in the
+    // cluster, gzip costs both ends more CPU than the bytes it saves (10,000 ConfigMaps read as
+    // one list in 155–181 ms on Bun plain against 341 ms gzipped; bench/README.md).
+    if (!("accept-encoding" in headers)) headers["accept-encoding"] = "identity";
     for (const name in credentials.headers) {
       const value = credentials.headers[name];
       // Checked here because runtimes quote a bad value in their error (Deno does).
