@@ -351,6 +351,23 @@ export class Http1Pool {
     return connection;
   }
 
+  /**
+   * Connects, or rejects with the signal's reason as soon as it aborts (Deno cannot cancel a
+   * connection attempt: one that completes after the abort is closed at once).
+   */
+  #connectUnless(signal: AbortSignal | undefined): Promise<Connection> {
+    const connecting = this.#connect();
+    if (!signal) return connecting;
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        reject(signal.reason);
+        connecting.then((c) => this.#discard(c), () => {});
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      connecting.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+    });
+  }
+
   #release(c: Connection, reusable: boolean): void {
     if (
       reusable && !c.closed && !this.#closed && c.start === c.end &&
@@ -375,9 +392,11 @@ export class Http1Pool {
     const bytes = this.#encode(request);
     for (;;) {
       const pooled = this.#idle.pop();
-      const c = pooled ?? await this.#connect();
+      const c = pooled ?? await this.#connectUnless(signal);
       const onAbort = () => this.#discard(c);
       signal?.addEventListener("abort", onAbort, { once: true });
+      // Aborted while connecting, after the race was won: the listener would never fire.
+      if (signal?.aborted) onAbort();
       const progress = { answered: false };
       let handedOver = false;
       try {

@@ -367,6 +367,21 @@ describe("HTTP/1.1 client (Deno)", { skip: !onDeno }, () => {
     await assert.rejects(get(p, "/", AbortSignal.abort(reason)), (err) => err === reason);
   });
 
+  it("stops waiting for a connection that does not come when aborted", T, async () => {
+    // A TLS handshake with a server that never answers it hangs: only the signal ends the wait.
+    const p = new Http1Pool({ hostname: "127.0.0.1", port, tls: true });
+    try {
+      const controller = new AbortController();
+      const pending = get(p, "/", controller.signal);
+      await wait(50);
+      const reason = new Error("gave up");
+      controller.abort(reason);
+      await assert.rejects(pending, (err) => err === reason);
+    } finally {
+      p.close();
+    }
+  });
+
   it(
     "fails a streamed body with the signal's reason when aborted, and drops the connection",
     T,
