@@ -225,7 +225,7 @@ export class RestClient {
    * when 0). The deadline is cancelled once the answer is read: `AbortSignal.timeout` would
    * stay armed for the whole timeout after every request, one pending timer per request (8.5 MiB
    * of live heap for 30,000 on Deno) and 5 µs more each; deadlines share one timer
-   * (util/deadlines.ts), where a timer per request was 7 % of a Deno profile's samples.
+   * (util/deadlines.ts), where a timer per request was 4 % of a Deno profile's busy samples.
    */
   async #exchange<T>(
     request: RestRequest,
