@@ -2,9 +2,10 @@
  * Deadlines for many short-lived operations on one timer. An API call needs a deadline, but it
  * nearly always ends long before it. On Deno, whose global timers are Node's `Timeout` objects,
  * a `setTimeout` and `clearTimeout` per call took 119 ms of 2.7 s of busy samples (4 %) in a
- * profile of 2,000 reconciles (2–3 µs each in a loop of nothing else). Here a call's deadline is an entry in a queue per duration; the one timer is armed for
- * the earliest entry still waited on and only re-armed when it fires, so a busy client arms it
- * about once per timeout rather than once per call.
+ * profile of 2,000 reconciles (2–3 µs each in a loop of nothing else). Here a call's deadline is
+ * an entry in a queue per duration; the one timer is armed for the earliest entry still waited
+ * on and only re-armed when it fires, so a busy client arms it about once per timeout rather than
+ * once per call.
  *
  * @module
  */
