@@ -6,6 +6,7 @@
  * @module
  */
 
+import { setImmediate } from "node:timers";
 import { getLogger } from "@logtape/logtape";
 import type { DeepReadonly } from "../api/readonly.ts";
 import type { StoreChange } from "./reflector.ts";
@@ -72,7 +73,9 @@ class Listener<T> implements HandlerRegistration {
     this.#queue.push(notification);
     if (!this.#draining) {
       this.#draining = true;
-      setTimeout(() => this.#drain(), 0);
+      // A macrotask, so the stream reader goes on first; setImmediate rather than setTimeout(0),
+      // which waits at least 1 ms (2 ms on a busy Deno) before every delivery.
+      setImmediate(() => this.#drain());
     }
   }
 
@@ -88,7 +91,7 @@ class Listener<T> implements HandlerRegistration {
       }
       if (++sinceYield >= 256) {
         sinceYield = 0;
-        await new Promise((resolve) => setTimeout(resolve, 0));
+        await new Promise((resolve) => setImmediate(resolve));
       }
     }
     // Nothing can be pushed between the loop's last check and here: no await in between.
