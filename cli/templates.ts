@@ -10,6 +10,12 @@
 
 import { guessPlural } from "../lib/api/resource.ts";
 import { VERSION } from "../lib/version.ts";
+import { denoEnvAssignments, denoV8FlagsArg } from "./project.ts";
+
+/** The scaffold's `start` and `run` task: the operator with Rudder's environment and V8 flags. */
+const RUN_OPERATOR = [...denoEnvAssignments(), "deno run -A", denoV8FlagsArg(), "main.ts"].join(
+  " ",
+);
 
 /** What a new project is made from. */
 export interface ScaffoldOptions {
@@ -143,8 +149,8 @@ function denoJson(options: ScaffoldOptions, deps: DependencyVersions): string {
     };
   return json({
     tasks: {
-      start: "MALLOC_MMAP_THRESHOLD_=131072 deno run -A --v8-flags=--max-semi-space-size=1 main.ts",
-      run: "MALLOC_MMAP_THRESHOLD_=131072 deno run -A --v8-flags=--max-semi-space-size=1 main.ts",
+      start: RUN_OPERATOR,
+      run: RUN_OPERATOR,
       test: "deno test -A",
       rudder: src.denoCli,
       dev: "deno task rudder dev",
