@@ -130,6 +130,44 @@ const INITIAL_EVENTS_END = "k8s.io/initial-events-end";
 const METADATA_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
 const METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
 
+/** A list page as the API server sends it. */
+interface ListPage {
+  metadata?: { continue?: string; resourceVersion?: string };
+  items?: unknown[];
+}
+
+/** A page asked for: its continue token, its answer to come, and how to drop it. */
+interface PageRequest {
+  token: string | undefined;
+  text: Promise<string>;
+  abort(): void;
+}
+
+/**
+ * The head of a list as the API server writes it: kind, apiVersion, then a flat `metadata`.
+ * Anything else is not matched, and the page is then parsed before the next one is asked for.
+ */
+const LIST_HEAD = /^\{"kind":"[^"\\]*","apiVersion":"[^"\\]*","metadata":\{[^{}]*\}/;
+/** Longer than any list head: a continue token is a few hundred bytes. */
+const LIST_HEAD_LENGTH = 4096;
+
+/**
+ * The continue token of a list answer, read from its head without parsing the items;
+ * `undefined` when the head is not the API server's usual one or has no token. The head is
+ * parsed on its own, so the token is a string of its own: a slice of the answer would keep the
+ * whole answer in memory for as long as the token lives.
+ */
+export function continueTokenAhead(text: string): string | undefined {
+  const head = LIST_HEAD.exec(text.slice(0, LIST_HEAD_LENGTH));
+  if (!head) return undefined;
+  try {
+    const token = (JSON.parse(`${head[0]}}`) as ListPage).metadata?.continue;
+    return typeof token === "string" && token !== "" ? token : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The watch went quiet for longer than the idle deadline. */
 class IdleWatchError extends Error {
   constructor(ms: number) {
@@ -590,44 +628,86 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
     }
   }
 
+  /**
+   * A paged list. The next page is asked for as soon as this one's text is in, before it is
+   * parsed and stored: the API server reads and encodes page n+1 while the informer decodes page
+   * n. The token comes from the answer's head ({@linkcode continueTokenAhead}); the parsed page
+   * has the last word, and a page asked for with another token is dropped.
+   */
   async *#pagedList(): AsyncGenerator<WatcherEvent<T>, void, undefined> {
-    let token: string | undefined;
     let resourceVersion: string | undefined;
-    do {
-      let page: {
-        metadata?: { continue?: string; resourceVersion?: string };
-        items?: unknown[];
-      };
-      try {
-        page = await this.#rest.request({
-          path: this.#path(),
-          accept: this.#options.metadataOnly ? METADATA_LIST_ACCEPT : undefined,
-          query: this.#query({
-            limit: this.#options.pageSize ?? DEFAULT_PAGE_SIZE,
-            continue: token,
-          }),
-          signal: this.#signal,
-        });
-      } catch (err) {
-        if (token && isGone(err)) throw new RelistNeeded("the list's continue token expired");
-        throw err;
-      }
-      const items = Array.isArray(page.items) ? page.items : [];
-      for (const item of items) {
-        if (typeof item !== "object" || item === null) {
-          throw new WatchProtocolError("a list item that is not an object");
+    let next: PageRequest | undefined = this.#requestPage(undefined);
+    // The text is dropped once parsed: the generator's frame outlives the loop, and a page's text
+    // kept there would stay in memory as long as the informer runs.
+    let text: string | undefined;
+    try {
+      while (next) {
+        text = await next.text;
+        next = undefined;
+        const ahead = continueTokenAhead(text);
+        if (ahead) next = this.#requestPage(ahead);
+        const page = this.#parsePage(text);
+        text = undefined;
+        const token = page.metadata?.continue || undefined;
+        if (next?.token !== token) {
+          next?.abort();
+          next = token ? this.#requestPage(token) : undefined;
         }
-        yield { type: "InitApply", object: this.#typed(item) };
+        resourceVersion = page.metadata?.resourceVersion;
+        const items = Array.isArray(page.items) ? page.items : [];
+        for (let i = 0; i < items.length; i++) {
+          const item = items[i];
+          if (typeof item !== "object" || item === null) {
+            throw new WatchProtocolError("a list item that is not an object");
+          }
+          // The store keeps a copy when it transforms (the default drops managedFields): the
+          // page lets go of each parsed item as it is handed out.
+          items[i] = undefined;
+          yield { type: "InitApply", object: this.#typed(item) };
+        }
       }
-      token = page.metadata?.continue || undefined;
-      resourceVersion = page.metadata?.resourceVersion;
-    } while (token);
+    } finally {
+      next?.abort();
+    }
     this.#status.resourceVersion = resourceVersion;
     this.#status.lastEventTime = Date.now();
     // Whoever waits for the list may look at once: the watch is what comes next.
     this.#status.state = "Watching";
     this.#healthy();
     yield { type: "InitDone", resourceVersion };
+  }
+
+  /** Asks for one page; its text is awaited later, so a failure is held until then. */
+  #requestPage(token: string | undefined): PageRequest {
+    const controller = new AbortController();
+    const text = this.#rest.requestText({
+      path: this.#path(),
+      accept: this.#options.metadataOnly ? METADATA_LIST_ACCEPT : "application/json",
+      query: this.#query({ limit: this.#options.pageSize ?? DEFAULT_PAGE_SIZE, continue: token }),
+      signal: AbortSignal.any([this.#signal, controller.signal]),
+    }).catch((err) => {
+      if (token && isGone(err)) throw new RelistNeeded("the list's continue token expired");
+      throw err;
+    });
+    // A page that is dropped or outlived by a failure is never awaited.
+    text.catch(() => {});
+    return { token, text, abort: () => controller.abort() };
+  }
+
+  #parsePage(text: string): ListPage {
+    if (text.length === 0) return {};
+    let page: unknown;
+    try {
+      page = JSON.parse(text);
+    } catch (err) {
+      throw new WatchProtocolError(
+        `a list page of ${this.#description} is not JSON (${(err as Error).message})`,
+      );
+    }
+    if (typeof page !== "object" || page === null || Array.isArray(page)) {
+      throw new WatchProtocolError(`a list page of ${this.#description} is not an object`);
+    }
+    return page as ListPage;
   }
 
   /**

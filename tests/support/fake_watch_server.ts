@@ -64,6 +64,16 @@ export class FakeWatchServer {
   stallNextWatch = false;
   /** Status codes to answer the next requests with (then normal service resumes). */
   failNext: { code: number; retryAfter?: number }[] = [];
+  /** Write each list's metadata before its kind, as no API server does (no read-ahead then). */
+  listMetadataFirst = false;
+  /** Answer the next list request with a body cut short (then serve again). */
+  truncateNextList = false;
+  /** Answer the next list request with a continue token with 410 Expired (then serve again). */
+  expireNextContinue = false;
+  /** Hold each answer to a list request with a continue token this long. */
+  continueDelayMs = 0;
+  /** Continue tokens of list requests whose client went away before the answer was sent. */
+  readonly abandonedContinues: string[] = [];
   base = "";
 
   async start(): Promise<void> {
@@ -294,6 +304,24 @@ export class FakeWatchServer {
   }
 
   #list(res: ServerResponse, query: URLSearchParams): void {
+    const token = query.get("continue");
+    if (token && this.expireNextContinue) {
+      this.expireNextContinue = false;
+      return this.#status(res, 410, "Expired", "the continue token is too old");
+    }
+    if (token && this.continueDelayMs > 0) {
+      const timer = setTimeout(() => this.#answerList(res, query), this.continueDelayMs);
+      res.on("close", () => {
+        if (res.writableEnded) return;
+        clearTimeout(timer);
+        this.abandonedContinues.push(token);
+      });
+      return;
+    }
+    this.#answerList(res, query);
+  }
+
+  #answerList(res: ServerResponse, query: URLSearchParams): void {
     const all = [...this.objects.values()].sort((a, b) =>
       a.metadata.name.localeCompare(b.metadata.name)
     );
@@ -301,15 +329,23 @@ export class FakeWatchServer {
     const limit = Number(query.get("limit") || "0") || all.length;
     const page = all.slice(start, start + limit);
     const next = start + limit < all.length ? String(start + limit) : undefined;
+    const metadata = { resourceVersion: String(this.#rv), continue: next };
+    // List items come without apiVersion and kind, as from the real server.
+    const items = page.map(({ apiVersion: _a, kind: _k, ...rest }) => rest);
     res.writeHead(200, { "Content-Type": "application/json" });
+    if (this.truncateNextList) {
+      this.truncateNextList = false;
+      res.end(
+        JSON.stringify({ kind: "ConfigMapList", apiVersion: "v1", metadata, items }).slice(0, -20),
+      );
+      return;
+    }
     res.end(
-      JSON.stringify({
-        kind: "ConfigMapList",
-        apiVersion: "v1",
-        metadata: { resourceVersion: String(this.#rv), continue: next },
-        // List items come without apiVersion and kind, as from the real server.
-        items: page.map(({ apiVersion: _a, kind: _k, ...rest }) => rest),
-      }),
+      JSON.stringify(
+        this.listMetadataFirst
+          ? { metadata, kind: "ConfigMapList", apiVersion: "v1", items }
+          : { kind: "ConfigMapList", apiVersion: "v1", metadata, items },
+      ),
     );
   }
 }

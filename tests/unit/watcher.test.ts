@@ -9,12 +9,14 @@ import { Reflector, type StoreChange } from "../../lib/cache/reflector.ts";
 import { Store } from "../../lib/cache/store.ts";
 import {
   compareResourceVersions,
+  continueTokenAhead,
   isOlderResourceVersion,
   isResourceVersionTooLarge,
   watcher,
   type WatcherEvent,
 } from "../../lib/cache/watcher.ts";
 import { ApiError } from "../../lib/kube/errors.ts";
+import type { RestClient, RestRequest } from "../../lib/kube/rest.ts";
 import { informersReady } from "../../lib/healthz/healthz.ts";
 import { NAMESPACE } from "../support/fake_watch_server.ts";
 import { eventually } from "../support/eventually.ts";
@@ -80,6 +82,77 @@ describe("resourceVersion helpers", T, () => {
       typeof ApiError
     >[0];
     assert.ok(!isResourceVersionTooLarge(new ApiError(oddCauses)));
+  });
+});
+
+describe("continueTokenAhead", T, () => {
+  const head = '{"kind":"ConfigMapList","apiVersion":"v1","metadata":';
+  it("reads the token from the head of the API server's answer without the items", T, () => {
+    const items = ',"items":[' + '{"metadata":{"name":"x"}},'.repeat(1000) + "{}]}";
+    assert.equal(
+      continueTokenAhead(
+        `${head}{"resourceVersion":"12","continue":"eyJ2IjoibT0=","remainingItemCount":7}${items}`,
+      ),
+      "eyJ2IjoibT0=",
+    );
+    assert.equal(
+      continueTokenAhead(
+        '{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1",' +
+          '"metadata":{"continue":"abc"},"items":[]}',
+      ),
+      "abc",
+    );
+    // An escaped token is read as JSON reads it.
+    assert.equal(continueTokenAhead(`${head}{"continue":"a\\u003cb"},"items":[]}`), "a<b");
+  });
+
+  it("finds none on a last page, on another layout and on anything that is not a list", T, () => {
+    assert.equal(continueTokenAhead(`${head}{"resourceVersion":"12"},"items":[]}`), undefined);
+    assert.equal(continueTokenAhead(`${head}{"continue":""},"items":[]}`), undefined);
+    assert.equal(
+      continueTokenAhead('{"metadata":{"continue":"abc"},"kind":"ConfigMapList","items":[]}'),
+      undefined,
+    );
+    assert.equal(continueTokenAhead(`${head}{"continue":"abc","x":{}},"items":[]}`), undefined);
+    assert.equal(continueTokenAhead(`${head}{"continue":abc},"items":[]}`), undefined);
+    assert.equal(continueTokenAhead(`${head}{"continue":7},"items":[]}`), undefined);
+    assert.equal(continueTokenAhead(""), undefined);
+    assert.equal(continueTokenAhead("not json"), undefined);
+  });
+});
+
+describe("paged lists read ahead", T, () => {
+  it("asks for the next page from the head of this one, before parsing it", T, async () => {
+    const asked: { token: unknown; signal: AbortSignal | undefined }[] = [];
+    const stop = new AbortController();
+    const head = '{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"continue":"2"},"items":[';
+    const rest = {
+      requestText(request: RestRequest): Promise<string> {
+        asked.push({ token: request.query?.continue, signal: request.signal });
+        // The first page's head is whole; its items are cut short, so parsing it fails.
+        if (asked.length === 1) return Promise.resolve(`${head}{"metadata":{"na`);
+        return new Promise((_, reject) =>
+          request.signal?.addEventListener("abort", () => reject(request.signal?.reason))
+        );
+      },
+    } as unknown as RestClient;
+    const events = watcher(rest, ConfigMap, {
+      namespace: NAMESPACE,
+      signal: stop.signal,
+      pageSize: 2,
+      backoff: { initial: 60_000, max: 60_000 },
+    })[Symbol.asyncIterator]();
+    assert.equal(summary((await events.next()).value as WatcherEvent<CM>), "Init");
+    // The broken page fails the list; the watcher then backs off, holding this next().
+    const pending = events.next();
+    await eventually(
+      "the page asked for ahead is dropped",
+      () => asked[1]?.signal?.aborted === true,
+    );
+    assert.deepEqual(asked.map((a) => a.token), [undefined, "2"]);
+    assert.ok(!stop.signal.aborted);
+    stop.abort();
+    assert.equal((await pending).done, true, "no item of the broken page is handed out");
   });
 });
 
@@ -163,6 +236,129 @@ describe("watcher and healing informers", T, () => {
       object: { kind: "ConfigMap", apiVersion: "v1", metadata: { resourceVersion: rv } },
     });
   }
+
+  function continues(): string[] {
+    return h.server.requests.filter((r) => r.url.searchParams.get("watch") !== "true")
+      .map((r) => r.url.searchParams.get("continue") ?? "");
+  }
+
+  function fill(count: number): void {
+    for (let i = 0; i < count; i++) h.server.put(`o${i}`, { v: "1" });
+  }
+
+  it("asks for the next page before it hands out this page's items", T, async () => {
+    fill(5);
+    const events = watcher(h.rest, ConfigMap, {
+      namespace: NAMESPACE,
+      signal: h.stop.signal,
+      pageSize: 2,
+    })[Symbol.asyncIterator]();
+    assert.equal(summary((await events.next()).value as WatcherEvent<CM>), "Init");
+    assert.equal(summary((await events.next()).value as WatcherEvent<CM>), "InitApply o0 1");
+    // The consumer holds the first item; the second page is asked for all the same.
+    await eventually("the second page is asked for", () => continues().includes("2"));
+    const seen: string[] = [];
+    for (;;) {
+      const event = (await events.next()).value as WatcherEvent<CM>;
+      seen.push(summary(event));
+      if (event.type === "InitDone") break;
+    }
+    assert.deepEqual(seen, [
+      "InitApply o1 1",
+      "InitApply o2 1",
+      "InitApply o3 1",
+      "InitApply o4 1",
+      "InitDone",
+    ]);
+    assert.deepEqual(continues(), ["", "2", "4"]);
+    await events.return?.(undefined);
+  });
+
+  it("lists every page when it cannot read a page's head ahead", T, async () => {
+    fill(5);
+    h.server.listMetadataFirst = true;
+    const seen: string[] = [];
+    for await (
+      const event of watcher(h.rest, ConfigMap, {
+        namespace: NAMESPACE,
+        signal: h.stop.signal,
+        pageSize: 2,
+      })
+    ) {
+      seen.push(summary(event));
+      if (event.type === "InitDone") break;
+    }
+    assert.deepEqual(seen, [
+      "Init",
+      ...[0, 1, 2, 3, 4].map((i) => `InitApply o${i} 1`),
+      "InitDone",
+    ]);
+    assert.deepEqual(continues(), ["", "2", "4"]);
+  });
+
+  it("drops the page it asked for ahead when the consumer leaves mid-list", T, async () => {
+    fill(5);
+    h.server.continueDelayMs = 10_000;
+    const events = watcher(h.rest, ConfigMap, {
+      namespace: NAMESPACE,
+      signal: h.stop.signal,
+      pageSize: 2,
+    })[Symbol.asyncIterator]();
+    await events.next();
+    await events.next();
+    await eventually("the second page is asked for", () => continues().includes("2"));
+    await events.return?.(undefined);
+    await eventually(
+      "the request for the second page is abandoned",
+      () => h.server.abandonedContinues.includes("2"),
+    );
+  });
+
+  it("starts the list again when a continue token expired", T, async () => {
+    fill(5);
+    h.server.expireNextContinue = true;
+    const informer = h.start({ pageSize: 2 });
+    await informer.waitForSync();
+    assert.equal(informer.store.size, 5);
+    assert.deepEqual(continues(), ["", "2", "", "2", "4"]);
+  });
+
+  it("names a page that is not JSON, and lists again", T, async () => {
+    fill(3);
+    h.server.truncateNextList = true;
+    const events = watcher(h.rest, ConfigMap, {
+      namespace: NAMESPACE,
+      signal: h.stop.signal,
+      pageSize: 2,
+      backoff: { initial: 10, max: 50 },
+    });
+    const seen: string[] = [];
+    for await (const event of events) {
+      seen.push(summary(event));
+      if (event.type === "InitDone") break;
+    }
+    // The broken first page ends that list; the next one starts with a new Init.
+    assert.deepEqual(seen, [
+      "Init",
+      "Init",
+      "InitApply o0 1",
+      "InitApply o1 1",
+      "InitApply o2 1",
+      "InitDone",
+    ]);
+    // The broken page's head asked for the second page ahead, which may or may not have reached
+    // the server before it was dropped.
+    assert.deepEqual(continues().slice(-2), ["", "2"]);
+    assert.equal(continues().filter((token) => token === "").length, 2);
+    assert.ok(
+      h.records.some((r) =>
+        String(r.properties.error ?? r.properties.reason).includes(
+          "a list page of ConfigMap in ns is not JSON",
+        )
+      ),
+      "the broken page is named in the log",
+    );
+  });
 
   for (const streamingList of [false, true]) {
     const how = streamingList ? "a streaming list" : "a paged list (the default)";
