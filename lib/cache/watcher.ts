@@ -62,7 +62,8 @@ export interface WatcherOptions {
   /**
    * Objects per page of a paged list; default 5,000: pages that size bound the memory a list
    * holds at once and cost little more than one unpaged list (measurements under
-   * `streamingList`).
+   * `streamingList`). The next page is asked for as soon as a page's answer is in, while that
+   * page is parsed and stored, so at most two pages are in memory at once.
    */
   pageSize?: number;
   /**
