@@ -182,30 +182,54 @@ interface Framing {
   "transfer-encoding"?: string;
 }
 
-/** An RFC 9110 token, as a header name must be. */
-const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-
 const FRAMING = new Set(["connection", "content-encoding", "content-length", "transfer-encoding"]);
 
+/** 1 for the characters of an RFC 9110 token, as a header name must be. */
+const TOKEN = new Uint8Array(128);
+for (const c of "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") {
+  TOKEN[c.charCodeAt(0)] = 1;
+}
+
+function isToken(name: string): boolean {
+  if (name.length === 0) return false;
+  for (let i = 0; i < name.length; i++) {
+    const code = name.charCodeAt(i);
+    if (code > 127 || TOKEN[code] === 0) return false;
+  }
+  return true;
+}
+
+/**
+ * Splits a head into its status and header lines, refusing a line no `Response` would take
+ * before any body is waited for; only the framing headers are read here.
+ */
 function parseHead(text: string): Head {
-  const lines = text.split("\r\n");
-  const match = /^HTTP\/1\.[01] (\d{3})(?: (.*))?$/.exec(lines[0]);
-  if (!match) throw new HttpProtocolError(`status line ${JSON.stringify(lines[0].slice(0, 80))}`);
+  let end = text.indexOf("\r\n");
+  if (end < 0) end = text.length;
+  const match = /^HTTP\/1\.[01] (\d{3})(?: (.*))?$/.exec(text.slice(0, end));
+  if (!match) throw new HttpProtocolError(`status line ${JSON.stringify(text.slice(0, 80))}`);
   const headers: [string, string][] = [];
   const framing: Record<string, string> = {};
-  for (let i = 1; i < lines.length; i++) {
-    const line = lines[i];
-    if (line === "") continue;
-    const colon = line.indexOf(":");
-    if (colon <= 0) throw new HttpProtocolError(`header line ${JSON.stringify(line.slice(0, 80))}`);
-    const name = line.slice(0, colon).trim();
-    const value = line.slice(colon + 1).trim();
-    if (!HEADER_NAME.test(name) || /[\0\r\n]/.test(value)) {
-      throw new HttpProtocolError(`header line ${JSON.stringify(line.slice(0, 80))}`);
+  for (let at = end + 2; at < text.length; at = end + 2) {
+    end = text.indexOf("\r\n", at);
+    if (end < 0) end = text.length;
+    if (end === at) continue;
+    const colon = text.indexOf(":", at);
+    // A line without a colon has no name, and no name is a token.
+    const name = colon > at && colon < end ? text.slice(at, colon).trim() : "";
+    const value = text.slice(colon + 1, end).trim();
+    if (!isToken(name) || value.includes("\0")) {
+      throw new HttpProtocolError(
+        `header line ${JSON.stringify(text.slice(at, end).slice(0, 80))}`,
+      );
     }
     headers.push([name, value]);
-    const key = name.toLowerCase();
-    if (FRAMING.has(key)) framing[key] = key in framing ? `${framing[key]}, ${value}` : value;
+    // Only names as long as a framing header's are lower-cased and looked up.
+    const length = name.length;
+    if (length === 10 || length === 14 || length === 16 || length === 17) {
+      const key = name.toLowerCase();
+      if (FRAMING.has(key)) framing[key] = key in framing ? `${framing[key]}, ${value}` : value;
+    }
   }
   return { status: Number(match[1]), statusText: match[2] ?? "", headers, framing };
 }
