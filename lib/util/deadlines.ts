@@ -18,15 +18,24 @@ export interface Deadline {
 
 class Entry implements Deadline {
   done = false;
+  /**
+   * Dropped once the entry is done: a cancelled entry waits in its queue until the head of the
+   * queue passes it, and must not keep what the callback holds (a request's AbortController)
+   * alive until then.
+   */
+  onExpire: (() => void) | undefined;
   constructor(
     readonly at: number,
-    readonly onExpire: () => void,
+    onExpire: () => void,
     readonly onCancel: () => void,
-  ) {}
+  ) {
+    this.onExpire = onExpire;
+  }
 
   cancel(): void {
     if (this.done) return;
     this.done = true;
+    this.onExpire = undefined;
     this.onCancel();
   }
 }
@@ -69,11 +78,22 @@ export class Deadlines {
     return this.#live;
   }
 
+  /** Entries still queued: the pending ones and cancelled ones not yet dropped. */
+  get queued(): number {
+    let count = 0;
+    for (const queue of this.#queues.values()) count += queue.entries.length - queue.head;
+    return count;
+  }
+
   /** Runs `onExpire` once `ms` milliseconds have passed, unless cancelled first. */
   add(ms: number, onExpire: () => void): Deadline {
     const entry = new Entry(this.#now() + ms, onExpire, this.#cancelled);
     let queue = this.#queues.get(ms);
     if (!queue) this.#queues.set(ms, queue = { entries: [], head: 0 });
+    // Calls end about in the order they start: the cancelled ones at the head go now rather
+    // than when the timer next fires, a whole timeout later.
+    while (queue.head < queue.entries.length && queue.entries[queue.head].done) queue.head++;
+    compact(queue);
     queue.entries.push(entry);
     this.#live++;
     if (entry.at < this.#armedAt) this.#arm(entry.at);
@@ -113,18 +133,16 @@ export class Deadlines {
         this.#queues.delete(ms);
         continue;
       }
-      // Drop what was served once it is the larger part of the array.
-      if (head > 1024 && head * 2 > entries.length) {
-        queue.entries = entries.slice(head);
-        head = 0;
-      }
       queue.head = head;
-      next = Math.min(next, queue.entries[head].at);
+      compact(queue);
+      next = Math.min(next, queue.entries[queue.head].at);
     }
     if (next < Infinity) this.#arm(next);
     for (const entry of expired) {
+      const onExpire = entry.onExpire!;
+      entry.onExpire = undefined;
       try {
-        entry.onExpire();
+        onExpire();
       } catch (err) {
         // As a timer's callback would: reported, and the other deadlines still served.
         queueMicrotask(() => {
@@ -133,6 +151,14 @@ export class Deadlines {
       }
     }
   };
+}
+
+/** Drops what was served once it is the larger part of the array. */
+function compact(queue: Queue): void {
+  if (queue.head > 1024 && queue.head * 2 > queue.entries.length) {
+    queue.entries = queue.entries.slice(queue.head);
+    queue.head = 0;
+  }
 }
 
 /** Lets the process exit while the timer is armed (Deno, Bun and Node each have their way). */

@@ -52,6 +52,31 @@ describe("Deadlines", () => {
     assert.deepEqual(fired, ["short", "middle", "long"]);
   });
 
+  it("drops cancelled deadlines as new ones come, long before the timer fires", T, () => {
+    const deadlines = new Deadlines();
+    for (let i = 0; i < 5000; i++) deadlines.add(30_000, () => {}).cancel();
+    assert.equal(deadlines.pending, 0);
+    assert.ok(deadlines.queued <= 1, `${deadlines.queued} entries kept for 30 s`);
+    // A live one in the middle stays, and so does everything behind it until it is done.
+    const live = deadlines.add(30_000, () => {});
+    for (let i = 0; i < 10; i++) deadlines.add(30_000, () => {}).cancel();
+    assert.equal(deadlines.queued, 11);
+    live.cancel();
+    deadlines.add(30_000, () => {}).cancel();
+    assert.ok(deadlines.queued <= 1);
+  });
+
+  it("lets go of a deadline's callback once it is cancelled or has run", T, async () => {
+    const deadlines = new Deadlines();
+    const cancelled = deadlines.add(30_000, () => {}) as unknown as { onExpire?: unknown };
+    (cancelled as unknown as { cancel(): void }).cancel();
+    assert.equal(cancelled.onExpire, undefined, "what the callback holds can be collected");
+    let ran = 0;
+    const expired = deadlines.add(5, () => ran++) as unknown as { onExpire?: unknown };
+    await until(() => ran === 1, "it fires");
+    assert.equal(expired.onExpire, undefined);
+  });
+
   it("keeps serving deadlines behind cancelled ones", T, async () => {
     const deadlines = new Deadlines();
     const fired: number[] = [];
