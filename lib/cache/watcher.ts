@@ -638,8 +638,8 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
   async *#pagedList(): AsyncGenerator<WatcherEvent<T>, void, undefined> {
     let resourceVersion: string | undefined;
     let next: PageRequest | undefined = this.#requestPage(undefined);
-    // The text is dropped once parsed: the generator's frame outlives the loop, and a page's text
-    // kept there would stay in memory as long as the informer runs.
+    // The text is dropped once parsed, and each item once handed out: the generator waits on its
+    // consumer with this frame alive, and neither may outlast its use in it.
     let text: string | undefined;
     try {
       while (next) {
