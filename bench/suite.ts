@@ -224,19 +224,20 @@ function contenders(): Contender[] {
       const rudder = () =>
         runtime === "deno" ? denoCommand(RUDDER, DENO_V8_FLAGS) : [BUN, "run", RUDDER];
       const Runtime = runtime === "deno" ? "Deno" : "Bun";
+      const env = runtime === "deno" ? { ...DENO_ENV } : undefined;
       return [
         {
           name: `rudder-${runtime}:stream`,
           label: `Rudder (${Runtime}), a streaming list (the default before pages of 5,000)`,
           command: () => [...rudder(), "--streaming-list"],
-          env: runtime === "deno" ? { ...DENO_ENV } : undefined,
+          env,
           measures: ["sync", "relist"] as Measure[],
         },
         {
           name: `rudder-${runtime}:list`,
           label: `Rudder (${Runtime}), one list of everything instead of pages of 5,000`,
           command: () => [...rudder(), "--page-size", "100000"],
-          env: runtime === "deno" ? { ...DENO_ENV } : undefined,
+          env,
           measures: ["sync", "relist"] as Measure[],
         },
       ];

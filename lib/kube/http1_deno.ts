@@ -183,6 +183,8 @@ interface Framing {
 }
 
 const FRAMING = new Set(["connection", "content-encoding", "content-length", "transfer-encoding"]);
+/** Their lengths: a name of another length is neither lower-cased nor looked up. */
+const FRAMING_LENGTHS = new Set([...FRAMING].map((name) => name.length));
 
 /** 1 for the characters of an RFC 9110 token, as a header name must be. */
 const TOKEN = new Uint8Array(128);
@@ -224,12 +226,8 @@ function parseHead(text: string): Head {
       );
     }
     headers.push([name, value]);
-    // Only names as long as a framing header's are lower-cased and looked up.
-    const length = name.length;
-    if (length === 10 || length === 14 || length === 16 || length === 17) {
-      const key = name.toLowerCase();
-      if (FRAMING.has(key)) framing[key] = key in framing ? `${framing[key]}, ${value}` : value;
-    }
+    const key = FRAMING_LENGTHS.has(name.length) ? name.toLowerCase() : "";
+    if (FRAMING.has(key)) framing[key] = key in framing ? `${framing[key]}, ${value}` : value;
   }
   return { status: Number(match[1]), statusText: match[2] ?? "", headers, framing };
 }

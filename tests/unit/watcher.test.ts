@@ -246,24 +246,34 @@ describe("watcher and healing informers", T, () => {
     for (let i = 0; i < count; i++) h.server.put(`o${i}`, { v: "1" });
   }
 
-  it("asks for the next page before it hands out this page's items", T, async () => {
-    fill(5);
-    const events = watcher(h.rest, ConfigMap, {
+  /** A watcher of the namespace that lists in pages of 2. */
+  function paged(backoff?: { initial: number; max: number }) {
+    return watcher(h.rest, ConfigMap, {
       namespace: NAMESPACE,
       signal: h.stop.signal,
       pageSize: 2,
-    })[Symbol.asyncIterator]();
-    assert.equal(summary((await events.next()).value as WatcherEvent<CM>), "Init");
-    assert.equal(summary((await events.next()).value as WatcherEvent<CM>), "InitApply o0 1");
-    // The consumer holds the first item; the second page is asked for all the same.
-    await eventually("the second page is asked for", () => continues().includes("2"));
+      ...(backoff ? { backoff } : {}),
+    });
+  }
+
+  /** The summaries of the events `next()` gives, up to and with the first InitDone. */
+  async function untilInitDone(events: AsyncIterator<WatcherEvent<CM>>): Promise<string[]> {
     const seen: string[] = [];
     for (;;) {
       const event = (await events.next()).value as WatcherEvent<CM>;
       seen.push(summary(event));
-      if (event.type === "InitDone") break;
+      if (event.type === "InitDone") return seen;
     }
-    assert.deepEqual(seen, [
+  }
+
+  it("asks for the next page before it hands out this page's items", T, async () => {
+    fill(5);
+    const events = paged()[Symbol.asyncIterator]();
+    assert.equal(summary((await events.next()).value as WatcherEvent<CM>), "Init");
+    assert.equal(summary((await events.next()).value as WatcherEvent<CM>), "InitApply o0 1");
+    // The consumer holds the first item; the second page is asked for all the same.
+    await eventually("the second page is asked for", () => continues().includes("2"));
+    assert.deepEqual(await untilInitDone(events), [
       "InitApply o1 1",
       "InitApply o2 1",
       "InitApply o3 1",
@@ -277,18 +287,7 @@ describe("watcher and healing informers", T, () => {
   it("lists every page when it cannot read a page's head ahead", T, async () => {
     fill(5);
     h.server.listMetadataFirst = true;
-    const seen: string[] = [];
-    for await (
-      const event of watcher(h.rest, ConfigMap, {
-        namespace: NAMESPACE,
-        signal: h.stop.signal,
-        pageSize: 2,
-      })
-    ) {
-      seen.push(summary(event));
-      if (event.type === "InitDone") break;
-    }
-    assert.deepEqual(seen, [
+    assert.deepEqual(await untilInitDone(paged()[Symbol.asyncIterator]()), [
       "Init",
       ...[0, 1, 2, 3, 4].map((i) => `InitApply o${i} 1`),
       "InitDone",
@@ -299,11 +298,7 @@ describe("watcher and healing informers", T, () => {
   it("drops the page it asked for ahead when the consumer leaves mid-list", T, async () => {
     fill(5);
     h.server.continueDelayMs = 10_000;
-    const events = watcher(h.rest, ConfigMap, {
-      namespace: NAMESPACE,
-      signal: h.stop.signal,
-      pageSize: 2,
-    })[Symbol.asyncIterator]();
+    const events = paged()[Symbol.asyncIterator]();
     await events.next();
     await events.next();
     await eventually("the second page is asked for", () => continues().includes("2"));
@@ -326,19 +321,9 @@ describe("watcher and healing informers", T, () => {
   it("names a page that is not JSON, and lists again", T, async () => {
     fill(3);
     h.server.truncateNextList = true;
-    const events = watcher(h.rest, ConfigMap, {
-      namespace: NAMESPACE,
-      signal: h.stop.signal,
-      pageSize: 2,
-      backoff: { initial: 10, max: 50 },
-    });
-    const seen: string[] = [];
-    for await (const event of events) {
-      seen.push(summary(event));
-      if (event.type === "InitDone") break;
-    }
+    const events = paged({ initial: 10, max: 50 })[Symbol.asyncIterator]();
     // The broken first page ends that list; the next one starts with a new Init.
-    assert.deepEqual(seen, [
+    assert.deepEqual(await untilInitDone(events), [
       "Init",
       "Init",
       "InitApply o0 1",
