@@ -22,6 +22,8 @@ export interface RunCounts {
   passed: number;
   failed: number;
   skipped: number;
+  /** The names of the failed tests (`block > test`), so that a run's last lines name them. */
+  failures: string[];
 }
 
 function attribute(tag: string, name: string): string | undefined {
@@ -39,12 +41,13 @@ function unescapeXml(text: string): string {
  * both runtimes count the same tests.
  */
 export function countJUnit(xml: string): RunCounts {
-  const cases: { name: string; failed: boolean; skipped: boolean }[] = [];
+  const cases: { name: string; where: string; failed: boolean; skipped: boolean }[] = [];
   const pattern = /<testcase\b([^>]*?)(\/>|>([\s\S]*?)<\/testcase>)/g;
   for (const match of xml.matchAll(pattern)) {
     const body = match[3] ?? "";
     cases.push({
       name: unescapeXml(attribute(match[1], "name") ?? ""),
+      where: unescapeXml(attribute(match[1], "classname") ?? ""),
       failed: /<(failure|error)\b/.test(body),
       skipped: /<skipped\b/.test(body),
     });
@@ -54,7 +57,7 @@ export function countJUnit(xml: string): RunCounts {
     const parts = name.split(" > ");
     for (let i = 1; i < parts.length; i++) parents.add(parts.slice(0, i).join(" > "));
   }
-  const counts: RunCounts = { passed: 0, failed: 0, skipped: 0 };
+  const counts: RunCounts = { passed: 0, failed: 0, skipped: 0, failures: [] };
   for (const testCase of cases) {
     if (parents.has(testCase.name) && !testCase.failed) continue;
     if (parents.has(testCase.name) && testCase.failed) {
@@ -63,8 +66,10 @@ export function countJUnit(xml: string): RunCounts {
       const stepFailed = cases.some((c) => c.name.startsWith(`${testCase.name} > `) && c.failed);
       if (stepFailed) continue;
     }
-    if (testCase.failed) counts.failed++;
-    else if (testCase.skipped) counts.skipped++;
+    if (testCase.failed) {
+      counts.failed++;
+      counts.failures.push(testCase.where ? `${testCase.name} (${testCase.where})` : testCase.name);
+    } else if (testCase.skipped) counts.skipped++;
     else counts.passed++;
   }
   return counts;
@@ -82,7 +87,7 @@ function run(command: string, args: string[], env: Record<string, string>): numb
 }
 
 function readCounts(file: string, exitCode: number, runtime: string): RunCounts {
-  let counts: RunCounts = { passed: 0, failed: 0, skipped: 0 };
+  let counts: RunCounts = { passed: 0, failed: 0, skipped: 0, failures: [] };
   try {
     counts = countJUnit(readFileSync(file, "utf8"));
   } catch {
@@ -91,6 +96,7 @@ function readCounts(file: string, exitCode: number, runtime: string): RunCounts 
   if (exitCode !== 0 && counts.failed === 0) {
     process.stderr.write(`${runtime}: the test runner exited with ${exitCode}\n`);
     counts.failed = 1;
+    counts.failures.push(`(the ${runtime} test runner exited with ${exitCode})`);
   }
   return counts;
 }
@@ -124,12 +130,13 @@ async function main(): Promise<number> {
   rmSync(COVERAGE, { recursive: true, force: true });
   mkdirSync(RESULTS, { recursive: true });
 
-  const totals: RunCounts = { passed: 0, failed: 0, skipped: 0 };
+  const totals: RunCounts = { passed: 0, failed: 0, skipped: 0, failures: [] };
   const lines: string[] = [];
   const add = (runtime: string, counts: RunCounts) => {
     totals.passed += counts.passed;
     totals.failed += counts.failed;
     totals.skipped += counts.skipped;
+    totals.failures.push(...counts.failures.map((name) => `${runtime}: ${name}`));
     lines.push(
       `${runtime}: ${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped`,
     );
@@ -139,7 +146,12 @@ async function main(): Promise<number> {
   // doc examples, doc lint and the publish dry run, counted as one more test.
   if (paths.length === 0 && !denoOnly && !bunOnly) {
     const code = run(deno, ["run", "-A", join(ROOT, "tools", "check.ts")], env);
-    add("check", { passed: code === 0 ? 1 : 0, failed: code === 0 ? 0 : 1, skipped: 0 });
+    add("check", {
+      passed: code === 0 ? 1 : 0,
+      failed: code === 0 ? 0 : 1,
+      skipped: 0,
+      failures: code === 0 ? [] : ["deno task check"],
+    });
   }
   if (!bunOnly) {
     const report = join(RESULTS, "deno.xml");
@@ -165,6 +177,8 @@ async function main(): Promise<number> {
   }
 
   console.log("");
+  // The failed tests are named again at the end, where a log cut to its tail still shows them.
+  for (const failure of totals.failures) console.log(`failed: ${failure}`);
   for (const line of lines) console.log(line);
   if (!bunOnly) {
     const coverage = lineCoverage(deno);

@@ -66,7 +66,12 @@ describe("countJUnit", () => {
       <testcase name="suite &gt; inner &gt; deep" classname="x"></testcase>
       <testcase name="suite &gt; inner" classname="x"></testcase>
     </testsuite></testsuites>`;
-    assert.deepEqual(countJUnit(xml), { passed: 3, failed: 2, skipped: 0 });
+    assert.deepEqual(countJUnit(xml), {
+      passed: 3,
+      failed: 2,
+      skipped: 0,
+      failures: ["lonely (./a.test.ts)", "suite > breaks (x)"],
+    });
   });
 
   it("counts Bun's test cases, failures and skips", () => {
@@ -75,13 +80,23 @@ describe("countJUnit", () => {
       <testcase name="skipped" classname="suite"><skipped /></testcase>
       <testcase name="fails" classname="suite"><failure type="AssertionError">x</failure></testcase>
     </testsuite><testcase name="top" classname="" /></testsuite></testsuites>`;
-    assert.deepEqual(countJUnit(xml), { passed: 2, failed: 1, skipped: 1 });
+    assert.deepEqual(countJUnit(xml), {
+      passed: 2,
+      failed: 1,
+      skipped: 1,
+      failures: ["fails (suite)"],
+    });
   });
 
   it("counts a describe block whose hook failed, when no step carries the failure", () => {
     const xml = `<testcase name="suite"><failure message="before hook">x</failure></testcase>
       <testcase name="suite &gt; a"></testcase>`;
-    assert.deepEqual(countJUnit(xml), { passed: 1, failed: 1, skipped: 0 });
+    assert.deepEqual(countJUnit(xml), {
+      passed: 1,
+      failed: 1,
+      skipped: 0,
+      failures: ["suite"],
+    });
   });
 });
 
