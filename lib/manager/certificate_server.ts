@@ -4,7 +4,9 @@
  * certwatcher, the files are read again every few seconds; when they changed, the new pair is
  * served. Deno.serve and Bun.serve take their certificate only at start, so a change restarts
  * the listener on the same port (a scrape in that instant may fail and is retried next time).
- * A pair that cannot be read or served is logged and the previous one kept.
+ * A pair that cannot be read, parsed or served, or whose key is not the certificate's (the
+ * certificate written and the key not yet), is logged and the previous one kept, the listener
+ * untouched: a new pair is checked before the running listener stops.
  *
  * @module
  */
@@ -57,6 +59,31 @@ async function readPair(certPath: string, keyPath: string): Promise<Pair> {
   return { cert, key };
 }
 
+/**
+ * Throws, naming the file, when the certificate or the key cannot be parsed or the key is not the
+ * certificate's. `node:crypto` loads only here: an operator that serves no certificate of its own
+ * does not pay for it.
+ */
+async function checkPair(pair: Pair, certPath: string, keyPath: string): Promise<void> {
+  const { createPrivateKey, X509Certificate } = await import("node:crypto");
+  let certificate: InstanceType<typeof X509Certificate>;
+  try {
+    certificate = new X509Certificate(pair.cert);
+  } catch (err) {
+    throw new Error(`the TLS certificate ${certPath} cannot be parsed (${reason(err)})`);
+  }
+  let key: ReturnType<typeof createPrivateKey>;
+  try {
+    key = createPrivateKey(pair.key);
+  } catch {
+    // The parser's message may quote what it read; a key's text stays out of logs.
+    throw new Error(`the TLS key ${keyPath} cannot be parsed`);
+  }
+  if (!certificate.checkPrivateKey(key)) {
+    throw new Error(`the TLS key ${keyPath} is not the key of the certificate ${certPath}`);
+  }
+}
+
 /** The message of an error from serving a pair, which never quotes the key. */
 function reason(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
@@ -74,6 +101,7 @@ export async function serveWithCertificateDirectory(
   const certPath = join(options.certDir, options.certName ?? "tls.crt");
   const keyPath = join(options.certDir, options.keyName ?? "tls.key");
   let pair = await readPair(certPath, keyPath);
+  await checkPair(pair, certPath, keyPath);
   let current = await serve(handler, { address, tls: pair });
   const { hostname } = parseAddress(address);
   // Restarts bind the port chosen at first, also when port 0 was asked.
@@ -83,11 +111,12 @@ export async function serveWithCertificateDirectory(
     let next: Pair;
     try {
       next = await readPair(certPath, keyPath);
+      if (next.cert === pair.cert && next.key === pair.key) return;
+      await checkPair(next, certPath, keyPath);
     } catch (err) {
       logger.warn("Keeping the current certificate: {reason}", { reason: reason(err) });
       return;
     }
-    if (next.cert === pair.cert && next.key === pair.key) return;
     await current.stop();
     try {
       current = await serve(handler, { address: sameAddress, tls: next });
