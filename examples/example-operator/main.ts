@@ -5,7 +5,7 @@
  * serves the Example webhooks on :9443 (the Deployment `rudder manifests` writes sets it), with
  * the certificate from /tmp/k8s-webhook-server/serving-certs.
  *
- * Run: MALLOC_MMAP_THRESHOLD_=131072 deno run -A --v8-flags=--max-semi-space-size=1
+ * Run: MALLOC_MMAP_THRESHOLD_=131072 deno run -A --v8-flags=--max-semi-space-size=2
  * examples/example-operator/main.ts (with a kubeconfig; the variable and the V8 flag are what
  * `rudder build` and `rudder dev` use), or build it with `rudder build`.
  *

@@ -201,7 +201,7 @@ describe("the scaffold with --local", () => {
       assert.equal(deno.tasks.run, run);
       assert.equal(deno.tasks.test, "deno test -A");
     }
-    assert.deepEqual(DENO_V8_FLAGS, ["--max-semi-space-size=1"]);
+    assert.deepEqual(DENO_V8_FLAGS, ["--max-semi-space-size=2"]);
   });
 
   it("quotes a checkout path with spaces in the tasks", () => {
