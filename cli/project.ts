@@ -272,10 +272,10 @@ function isScript(path: string): boolean {
  * V8 flags Rudder runs a Deno operator with: `rudder build` (`deno compile --v8-flags`),
  * `rudder dev` and the scaffold's `start`/`run` tasks. A 2 MiB semi-space keeps V8's young
  * generation from growing to its maximum while a list is decoded and staying there (RSS per cached
- * object 1.6× Go's instead of 5.3× with V8's defaults), and is large enough that a request's
- * short-lived objects die young instead of being promoted: against 1 MiB, the former default,
- * 8–12 % less CPU per reconcile, 6–12 MiB less resident after 2,000 reconciles and a relist peak
- * 17 MiB lower, for the same RSS per cached object (bench/README.md, "Memory on Deno").
+ * object 1.6× Go's instead of 5.3× with V8's defaults), and needs half as many scavenges as 1 MiB,
+ * the former default: 3–10 % less CPU per reconcile, 6–12 MiB less resident after 2,000
+ * reconciles and a relist peak 17 MiB lower, for the same RSS per cached object (bench/README.md,
+ * "Memory on Deno").
  */
 export const DENO_V8_FLAGS: readonly string[] = ["--max-semi-space-size=2"];
 
