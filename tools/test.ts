@@ -47,7 +47,8 @@ export function countJUnit(xml: string): RunCounts {
     const body = match[3] ?? "";
     cases.push({
       name: unescapeXml(attribute(match[1], "name") ?? ""),
-      where: unescapeXml(attribute(match[1], "classname") ?? ""),
+      // Bun's class name is the describe block, Deno's the file (or, for steps, its own module).
+      where: unescapeXml(attribute(match[1], "classname") ?? "").replace(/^ext:.*/, ""),
       failed: /<(failure|error)\b/.test(body),
       skipped: /<skipped\b/.test(body),
     });
