@@ -1,7 +1,8 @@
 /**
  * `deno task test`: sets up (npm packages, Bun, control-plane binaries), runs `deno task check`
- * (when the whole suite runs), then the whole suite under Deno (with coverage) and under Bun, prints the line coverage, and ends with one line
- * `N passed, M failed` summing both runtimes. Exits non-zero when anything failed.
+ * (when the whole suite runs), then the whole suite under Deno (with coverage) and under Bun,
+ * prints the line coverage, names every failed test, and ends with one line `N passed, M failed`
+ * summing both runtimes. Exits non-zero when anything failed.
  *
  * Usage: deno run -A tools/test.ts [--deno-only | --bun-only] [test paths…]
  *
