@@ -11,6 +11,7 @@
  * @module
  */
 
+import { createPrivateKey, X509Certificate } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { getLogger } from "@logtape/logtape";
@@ -61,12 +62,10 @@ async function readPair(certPath: string, keyPath: string): Promise<Pair> {
 
 /**
  * Throws, naming the file, when the certificate or the key cannot be parsed or the key is not the
- * certificate's. `node:crypto` loads only here: an operator that serves no certificate of its own
- * does not pay for it.
+ * certificate's.
  */
-async function checkPair(pair: Pair, certPath: string, keyPath: string): Promise<void> {
-  const { createPrivateKey, X509Certificate } = await import("node:crypto");
-  let certificate: InstanceType<typeof X509Certificate>;
+function checkPair(pair: Pair, certPath: string, keyPath: string): void {
+  let certificate: X509Certificate;
   try {
     certificate = new X509Certificate(pair.cert);
   } catch (err) {
@@ -101,7 +100,7 @@ export async function serveWithCertificateDirectory(
   const certPath = join(options.certDir, options.certName ?? "tls.crt");
   const keyPath = join(options.certDir, options.keyName ?? "tls.key");
   let pair = await readPair(certPath, keyPath);
-  await checkPair(pair, certPath, keyPath);
+  checkPair(pair, certPath, keyPath);
   let current = await serve(handler, { address, tls: pair });
   const { hostname } = parseAddress(address);
   // Restarts bind the port chosen at first, also when port 0 was asked.
@@ -112,7 +111,7 @@ export async function serveWithCertificateDirectory(
     try {
       next = await readPair(certPath, keyPath);
       if (next.cert === pair.cert && next.key === pair.key) return;
-      await checkPair(next, certPath, keyPath);
+      checkPair(next, certPath, keyPath);
     } catch (err) {
       logger.warn("Keeping the current certificate: {reason}", { reason: reason(err) });
       return;

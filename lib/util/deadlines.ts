@@ -153,9 +153,12 @@ export class Deadlines {
   };
 }
 
-/** Drops what was served once it is the larger part of the array. */
+/** Drops what was served once it is all of the array, or the larger part of a long one. */
 function compact(queue: Queue): void {
-  if (queue.head > 1024 && queue.head * 2 > queue.entries.length) {
+  if (queue.head === queue.entries.length) {
+    queue.entries.length = 0;
+    queue.head = 0;
+  } else if (queue.head > 1024 && queue.head * 2 > queue.entries.length) {
     queue.entries = queue.entries.slice(queue.head);
     queue.head = 0;
   }
