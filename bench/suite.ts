@@ -208,6 +208,14 @@ function contenders(): Contender[] {
       measures: ["sync", "relist", "reconcile-1", "reconcile-10", "startup"],
     },
     {
+      name: "rudder-deno:plain-gc",
+      label:
+        "Rudder (Deno), memory read after V8's plain full collection (the measure before 2026-12-02)",
+      command: () => denoCommand(RUDDER, DENO_V8_FLAGS),
+      env: { ...DENO_ENV, RUDDER_BENCH_GC: "plain" },
+      measures: ["sync"],
+    },
+    {
       name: "rudder-deno:fetch",
       label: "Rudder (Deno), Deno's fetch instead of Rudder's HTTP/1.1 client",
       command: () => denoCommand(RUDDER, DENO_V8_FLAGS),

@@ -101,12 +101,22 @@ export function contenderArgs(args: string[] = process.argv.slice(2)): Contender
 /**
  * Forces full garbage collections, then returns the resident set size and the live heap. One
  * collection frees ArrayBuffers but releases their backing stores only later, so this collects
- * {@linkcode GC_ROUNDS} times with a short pause between. Deno needs
- * `--v8-flags=--expose-gc`; Bun has `Bun.gc(true)`.
+ * {@linkcode GC_ROUNDS} times with a short pause between. Bun has `Bun.gc(true)`. Deno needs
+ * `--v8-flags=--expose-gc` and collects as V8's memory reducer does (`flavor: "last-resort"`: the
+ * heap shrunk to what it holds and its free pages handed back), which is what Go's
+ * `debug.FreeOSMemory()` does for the Go peer and what an idle Deno process does by itself 30 s
+ * after a burst (bench/README.md, "Memory on Deno"). `RUDDER_BENCH_GC=plain` keeps V8's plain full
+ * collection (`rudder-deno:plain-gc`, the measure before 2026-12-02).
  */
 export async function memoryAfterGC(): Promise<{ rss: number; heap: number }> {
-  const g = globalThis as { Bun?: { gc(force: boolean): void }; gc?: () => void };
-  const collect = g.Bun ? () => g.Bun!.gc(true) : g.gc;
+  const g = globalThis as {
+    Bun?: { gc(force: boolean): void };
+    gc?: (options?: { type: string; execution: string; flavor?: string }) => void;
+  };
+  const v8gc = g.gc;
+  const reduce = process.env.RUDDER_BENCH_GC !== "plain";
+  const collect = g.Bun ? () => g.Bun!.gc(true) : v8gc &&
+    (() => v8gc({ type: "major", execution: "sync", ...reduce && { flavor: "last-resort" } }));
   if (!collect) throw new Error("no forced GC: run Deno with --v8-flags=--expose-gc");
   for (let round = 0; round < GC_ROUNDS; round++) {
     collect();
