@@ -213,7 +213,7 @@ function contenders(): Contender[] {
         "Rudder (Deno), memory read after V8's plain full collection (the measure before 2026-12-02)",
       command: () => denoCommand(RUDDER, DENO_V8_FLAGS),
       env: { ...DENO_ENV, RUDDER_BENCH_GC: "plain" },
-      measures: ["sync"],
+      measures: ["sync", "relist"],
     },
     {
       name: "rudder-deno:fetch",
