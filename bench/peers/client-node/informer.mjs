@@ -29,9 +29,10 @@ setTimeout(() => {
 }, 600_000).unref();
 
 // Three full collections 10 ms apart: one frees ArrayBuffers, their backing stores go later.
+// Each is V8's memory-reducing one, as for Rudder on Deno (bench/contenders/measure.ts).
 async function rssAfterGC() {
   for (let round = 0; round < 3; round++) {
-    globalThis.gc();
+    globalThis.gc({ type: "major", execution: "sync", flavor: "last-resort" });
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
   const usage = process.memoryUsage();
