@@ -948,7 +948,15 @@ function markdown(
   return lines.join("\n");
 }
 
-function machineInfo(): string[] {
+/** The commit the suite runs, and whether the tree differs from it: read before the first run. */
+function sourceState(): { commit: string; dirty: boolean } {
+  return {
+    commit: commandOutput("git", ["-C", ROOT, "rev-parse", "--short", "HEAD"]),
+    dirty: commandOutput("git", ["-C", ROOT, "status", "--porcelain"]) !== "",
+  };
+}
+
+function machineInfo({ commit, dirty }: { commit: string; dirty: boolean }): string[] {
   const cpuinfo = existsSync("/proc/cpuinfo") ? readFileSync("/proc/cpuinfo", "utf8") : "";
   const cpu = cpuinfo.match(/^model name\s*:\s*(.+)$/m)?.[1] ?? os.cpus()[0]?.model ?? "unknown";
   const goMod = readFileSync(join(GO_PEER, "go.mod"), "utf8");
@@ -956,8 +964,6 @@ function machineInfo(): string[] {
     goMod.match(new RegExp(`^\\s*${path.replaceAll(".", "\\.")} (v\\S+)`, "m"))?.[1] ?? "?";
   const lock = JSON.parse(readFileSync(join(NODE_PEER, "package-lock.json"), "utf8"));
   const clientNode = lock.packages?.["node_modules/@kubernetes/client-node"]?.version ?? "?";
-  const commit = commandOutput("git", ["-C", ROOT, "rev-parse", "--short", "HEAD"]);
-  const dirty = commandOutput("git", ["-C", ROOT, "status", "--porcelain"]) !== "";
   return [
     `- CPU: ${cpu}, ${os.cpus().length} cores (CPU count), memory ${
       (os.totalmem() / 2 ** 30).toFixed(1)
@@ -1045,6 +1051,7 @@ async function main(): Promise<number> {
   };
   for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal, onSignal);
   const date = new Date();
+  const source = sourceState();
   const runs: RunRecord[] = [];
   let relistProxy: RelistProxy | undefined;
   try {
@@ -1140,7 +1147,7 @@ async function main(): Promise<number> {
   ].filter(([path]) => path && existsSync(path)).map(([path, what]) =>
     `- ${what}: ${(statSync(path).size / 2 ** 20).toFixed(1)} MiB`
   );
-  const machine = machineInfo();
+  const machine = machineInfo(source);
   const { contenders: _, name, ...shownOptions } = options;
   const text = markdown(runs, ready, { date, machine, options: shownOptions, binarySizes });
   mkdirSync(RESULTS, { recursive: true });
