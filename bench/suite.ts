@@ -278,6 +278,20 @@ function contenders(): Contender[] {
       measures: ["sync", "reconcile-10", "startup"],
     },
     {
+      name: "rudder-bun:purge0",
+      label: "Rudder (Bun), MIMALLOC_PURGE_DELAY=0 (freed pages handed back at once)",
+      command: () => [BUN, "run", RUDDER],
+      env: { MIMALLOC_PURGE_DELAY: "0" },
+      measures: ["sync", "relist", "reconcile-1", "reconcile-10", "startup"],
+    },
+    {
+      name: "rudder-bun-binary:purge0",
+      label: "Rudder (Bun single binary), MIMALLOC_PURGE_DELAY=0",
+      command: () => [bunBinary ||= buildBunBinary()],
+      env: { MIMALLOC_PURGE_DELAY: "0" },
+      measures: ["startup"],
+    },
+    {
       name: "rudder-bun-binary:smol",
       label: "Rudder (Bun single binary), --compile-exec-argv=--smol",
       command: () => [
