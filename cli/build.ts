@@ -39,10 +39,10 @@ import {
   runImageStep,
 } from "./image.ts";
 import {
-  DENO_ENV,
   denoV8FlagsArg,
   findProjectDir,
   loadProject,
+  operatorEnv,
   PROJECT_DIR_FLAG,
   type ProjectSettings,
   type Runtime,
@@ -376,7 +376,7 @@ export async function runBuild(args: string[], io: CommandIO): Promise<number> {
       projectDir: settings.dir,
       platform,
       base,
-      processEnv: runtime === "deno" ? DENO_ENV : undefined,
+      processEnv: operatorEnv(runtime),
     }, io);
   }
   return 0;

@@ -290,9 +290,25 @@ export const DENO_V8_FLAGS: readonly string[] = ["--max-semi-space-size=2"];
  */
 export const DENO_ENV: Readonly<Record<string, string>> = { MALLOC_MMAP_THRESHOLD_: "131072" };
 
-/** {@linkcode DENO_ENV} as `NAME=value` words, for a shell or a `deno task`. */
-export function denoEnvAssignments(): string[] {
-  return Object.entries(DENO_ENV).map(([name, value]) => `${name}=${value}`);
+/**
+ * Environment Rudder runs a Bun operator with: the image of `rudder build --runtime bun`, `rudder
+ * dev` and the scaffold's `start`/`run` scripts. Bun allocates with mimalloc, which hands freed
+ * pages back to the system only after a delay and only when the allocator runs again, so the
+ * buffers of a list page freed as an informer goes quiet stay resident; a delay of 0 hands them
+ * back at once. Measured with 10,000 ConfigMaps: RSS per cached object 1.70× Go's instead of
+ * 1.88×, a relist peak 9 MiB lower, the same CPU per reconcile (bench/README.md, "Memory on
+ * Bun").
+ */
+export const BUN_ENV: Readonly<Record<string, string>> = { MIMALLOC_PURGE_DELAY: "0" };
+
+/** The environment Rudder runs an operator with on `runtime`. */
+export function operatorEnv(runtime: Runtime): Readonly<Record<string, string>> {
+  return runtime === "deno" ? DENO_ENV : BUN_ENV;
+}
+
+/** {@linkcode operatorEnv} as `NAME=value` words, for a shell, a `deno task` or a script. */
+export function envAssignments(runtime: Runtime): string[] {
+  return Object.entries(operatorEnv(runtime)).map(([name, value]) => `${name}=${value}`);
 }
 
 /** `--v8-flags=…` of {@linkcode DENO_V8_FLAGS}, as `deno run` and `deno compile` take it. */
@@ -301,8 +317,8 @@ export function denoV8FlagsArg(): string {
 }
 
 /**
- * The command that runs the TypeScript module `file` on `runtime`; for an operator on Deno, also
- * the environment it runs with ({@linkcode DENO_ENV}), which the caller's environment overrides.
+ * The command that runs the TypeScript module `file` on `runtime`; for an operator, also the
+ * environment it runs with ({@linkcode operatorEnv}), which the caller's environment overrides.
  */
 export function runModuleCommand(
   runtime: Runtime,
@@ -324,7 +340,7 @@ export function runModuleCommand(
       ],
     };
   }
-  return { command, args: [file], env: {} };
+  return { command, args: [file], env: options.operator ? { ...BUN_ENV } : {} };
 }
 
 /**

@@ -10,12 +10,15 @@
 
 import { guessPlural } from "../lib/api/resource.ts";
 import { VERSION } from "../lib/version.ts";
-import { denoEnvAssignments, denoV8FlagsArg } from "./project.ts";
+import { denoV8FlagsArg, envAssignments } from "./project.ts";
 
 /** The scaffold's `start` and `run` task: the operator with Rudder's environment and V8 flags. */
-const RUN_OPERATOR = [...denoEnvAssignments(), "deno run -A", denoV8FlagsArg(), "main.ts"].join(
+const RUN_OPERATOR = [...envAssignments("deno"), "deno run -A", denoV8FlagsArg(), "main.ts"].join(
   " ",
 );
+
+/** The scaffold's `start` and `run` script on Bun: the operator with Rudder's environment. */
+const RUN_OPERATOR_BUN = [...envAssignments("bun"), "bun main.ts"].join(" ");
 
 /** What a new project is made from. */
 export interface ScaffoldOptions {
@@ -176,8 +179,8 @@ function packageJson(options: ScaffoldOptions, deps: DependencyVersions): string
     private: true,
     type: "module",
     scripts: {
-      start: "bun main.ts",
-      run: "bun main.ts",
+      start: RUN_OPERATOR_BUN,
+      run: RUN_OPERATOR_BUN,
       // Bun's default of 5 s per test and hook is too short to start a local control plane.
       test: "bun test --timeout 120000",
       rudder: src.bunCli,

@@ -6,7 +6,8 @@
  * the certificate from /tmp/k8s-webhook-server/serving-certs.
  *
  * Run: MALLOC_MMAP_THRESHOLD_=131072 deno run -A --v8-flags=--max-semi-space-size=2
- * examples/example-operator/main.ts (with a kubeconfig; the variable and the V8 flag are what
+ * examples/example-operator/main.ts, or MIMALLOC_PURGE_DELAY=0 bun
+ * examples/example-operator/main.ts (with a kubeconfig; the variables and the V8 flag are what
  * `rudder build` and `rudder dev` use), or build it with `rudder build`.
  *
  * @module

@@ -11,7 +11,7 @@ import {
   resolveTarget,
   TARGETS,
 } from "../../cli/build.ts";
-import { DENO_ENV, type ProjectSettings, runModuleCommand } from "../../cli/project.ts";
+import { BUN_ENV, DENO_ENV, type ProjectSettings, runModuleCommand } from "../../cli/project.ts";
 
 const settings: ProjectSettings = {
   dir: "/work/widget-operator",
@@ -230,7 +230,7 @@ describe("a failed deno compile", () => {
 });
 
 describe("running a module", () => {
-  it("gives an operator Rudder's V8 flags and environment on Deno, and a helper module none", () => {
+  it("gives an operator Rudder's V8 flags and environment on Deno, its environment on Bun, and a helper module none", () => {
     const env = { PATH: process.env.PATH };
     const operator = runModuleCommand("deno", "main.ts", env, {
       config: "/p/deno.json",
@@ -249,6 +249,10 @@ describe("running a module", () => {
     const helper = runModuleCommand("deno", "discover.ts", env, { config: "/p/deno.json" });
     assert.deepEqual(helper.args, ["run", "-A", "--config", "/p/deno.json", "discover.ts"]);
     assert.deepEqual(helper.env, {});
-    assert.deepEqual(runModuleCommand("bun", "main.ts", env, { operator: true }).env, {});
+    const bun = runModuleCommand("bun", "main.ts", env, { operator: true });
+    assert.deepEqual(bun.args, ["main.ts"]);
+    assert.deepEqual(bun.env, { MIMALLOC_PURGE_DELAY: "0" });
+    assert.deepEqual(bun.env, BUN_ENV);
+    assert.deepEqual(runModuleCommand("bun", "discover.ts", env).env, {});
   });
 });

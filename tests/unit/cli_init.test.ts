@@ -7,7 +7,7 @@ import { lstatSync, mkdirSync, readFileSync, readlinkSync, writeFileSync } from 
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { DEPENDENCY_VERSIONS } from "../../cli/init.ts";
-import { DENO_V8_FLAGS, denoEnvAssignments, loadProject } from "../../cli/project.ts";
+import { DENO_V8_FLAGS, envAssignments, loadProject } from "../../cli/project.ts";
 import { scaffold, SUBPATH_FILES } from "../../cli/templates.ts";
 import { VERSION } from "../../lib/version.ts";
 import { type MainRun, MEMCACHED, runMain, useScratch } from "../support/cli_main.ts";
@@ -194,7 +194,7 @@ describe("the scaffold with --local", () => {
   it("runs the operator on Deno with Rudder's V8 flags and environment, and tests without", () => {
     for (const scaffolded of [local, published]) {
       const deno = JSON.parse(file(scaffolded, "deno.json"));
-      const run = `${denoEnvAssignments().join(" ")} deno run -A --v8-flags=${
+      const run = `${envAssignments("deno").join(" ")} deno run -A --v8-flags=${
         DENO_V8_FLAGS.join(",")
       } main.ts`;
       assert.equal(deno.tasks.start, run);
@@ -202,6 +202,15 @@ describe("the scaffold with --local", () => {
       assert.equal(deno.tasks.test, "deno test -A");
     }
     assert.deepEqual(DENO_V8_FLAGS, ["--max-semi-space-size=2"]);
+  });
+
+  it("runs the operator on Bun with Rudder's environment, and tests without", () => {
+    for (const scaffolded of [local, published]) {
+      const pkg = JSON.parse(file(scaffolded, "package.json"));
+      assert.equal(pkg.scripts.start, "MIMALLOC_PURGE_DELAY=0 bun main.ts");
+      assert.equal(pkg.scripts.run, "MIMALLOC_PURGE_DELAY=0 bun main.ts");
+      assert.equal(pkg.scripts.test, "bun test --timeout 120000");
+    }
   });
 
   it("quotes a checkout path with spaces in the tasks", () => {
