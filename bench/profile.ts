@@ -19,7 +19,7 @@ import { dirname, join } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { DENO_ENV, DENO_V8_FLAGS } from "../cli/project.ts";
+import { BUN_ENV, DENO_ENV, DENO_V8_FLAGS } from "../cli/project.ts";
 import { type Client, newClient } from "../lib/client/client.ts";
 import { Environment } from "../lib/testing/envtest.ts";
 import { ROOT, setup } from "../tools/setup.ts";
@@ -142,7 +142,9 @@ async function profileDeno(args: string[]): Promise<{ profile: CpuProfile; resul
 async function profileBun(args: string[]): Promise<{ profile: CpuProfile; result: string }> {
   const dir = mkdtempSync(join(os.tmpdir(), "rudder-prof-"));
   try {
-    const run = runChild([BUN, "--cpu-prof", `--cpu-prof-dir=${dir}`, "run", RUDDER, ...args], {});
+    const run = runChild([BUN, "--cpu-prof", `--cpu-prof-dir=${dir}`, "run", RUDDER, ...args], {
+      ...BUN_ENV,
+    });
     const code = await run.exited;
     if (code !== 0) throw new Error(`bun exited ${code}: ${run.stderr()}`);
     const file = readdirSync(dir).find((name) => name.endsWith(".cpuprofile"));

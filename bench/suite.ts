@@ -36,7 +36,7 @@ import { ENVTEST_KUBERNETES_VERSION } from "../lib/testing/assets.ts";
 import { Environment } from "../lib/testing/envtest.ts";
 import { ROOT, setup } from "../tools/setup.ts";
 import { BUN_COMPILE_FLAGS } from "../cli/build.ts";
-import { DENO_ENV, DENO_V8_FLAGS } from "../cli/project.ts";
+import { BUN_ENV, DENO_ENV, DENO_V8_FLAGS } from "../cli/project.ts";
 import { SENT_ANNOTATION, SEQ_ANNOTATION, TOKEN_ANNOTATION } from "./contenders/measure.ts";
 import {
   measureRelist,
@@ -141,6 +141,7 @@ function contenders(): Contender[] {
       label: "Rudder (Bun)",
       measures: MEASURES,
       command: () => [BUN, "run", RUDDER],
+      env: { ...BUN_ENV },
     },
     {
       name: "rudder-bun-binary",
@@ -148,6 +149,7 @@ function contenders(): Contender[] {
       measures: ["startup"],
       prepare: () => void (bunBinary ||= buildBunBinary()),
       command: () => [bunBinary],
+      env: { ...BUN_ENV },
     },
   ];
   for (const runtime of ["deno", "bun"]) {
@@ -159,7 +161,7 @@ function contenders(): Contender[] {
             gzip === "on" ? "gzip" : "no gzip"
           } (${runtime === "deno" ? "Deno" : "Bun"})`,
           measures: ["sync"],
-          env: runtime === "deno" ? { ...DENO_ENV } : undefined,
+          env: runtime === "deno" ? { ...DENO_ENV } : { ...BUN_ENV },
           command: () => [
             ...(runtime === "deno" ? denoCommand(FLOOR) : [BUN, "run", FLOOR]),
             "--wire",
@@ -246,7 +248,7 @@ function contenders(): Contender[] {
       const rudder = () =>
         runtime === "deno" ? denoCommand(RUDDER, DENO_V8_FLAGS) : [BUN, "run", RUDDER];
       const Runtime = runtime === "deno" ? "Deno" : "Bun";
-      const env = runtime === "deno" ? { ...DENO_ENV } : undefined;
+      const env = runtime === "deno" ? { ...DENO_ENV } : { ...BUN_ENV };
       return [
         {
           name: `rudder-${runtime}:stream`,
@@ -268,27 +270,26 @@ function contenders(): Contender[] {
       name: "rudder-bun:smol",
       label: "Rudder (Bun), --smol",
       command: () => [BUN, "--smol", "run", RUDDER],
+      env: { ...BUN_ENV },
       measures: ["sync", "reconcile-10", "startup"],
     },
     {
       name: "rudder-bun:ram256",
       label: "Rudder (Bun), BUN_JSC_forceRAMSize 256 MiB",
       command: () => [BUN, "run", RUDDER],
-      env: { BUN_JSC_forceRAMSize: String(256 * 2 ** 20) },
+      env: { ...BUN_ENV, BUN_JSC_forceRAMSize: String(256 * 2 ** 20) },
       measures: ["sync", "reconcile-10", "startup"],
     },
     {
-      name: "rudder-bun:purge0",
-      label: "Rudder (Bun), MIMALLOC_PURGE_DELAY=0 (freed pages handed back at once)",
+      name: "rudder-bun:mimalloc-defaults",
+      label: "Rudder (Bun), mimalloc's defaults (no MIMALLOC_PURGE_DELAY=0)",
       command: () => [BUN, "run", RUDDER],
-      env: { MIMALLOC_PURGE_DELAY: "0" },
       measures: ["sync", "relist", "reconcile-1", "reconcile-10", "startup"],
     },
     {
-      name: "rudder-bun-binary:purge0",
-      label: "Rudder (Bun single binary), MIMALLOC_PURGE_DELAY=0",
+      name: "rudder-bun-binary:mimalloc-defaults",
+      label: "Rudder (Bun single binary), mimalloc's defaults",
       command: () => [bunBinary ||= buildBunBinary()],
-      env: { MIMALLOC_PURGE_DELAY: "0" },
       measures: ["startup"],
     },
     {
@@ -300,12 +301,14 @@ function contenders(): Contender[] {
           "smol",
         ),
       ],
+      env: { ...BUN_ENV },
       measures: ["startup"],
     },
     {
       name: "rudder-bun-binary:minify",
       label: "Rudder (Bun single binary), --minify instead of --bytecode",
       command: () => [bunVariantBinaries.minify ||= buildBunBinary(["--minify"], "minify")],
+      env: { ...BUN_ENV },
       measures: ["startup"],
     },
     {
@@ -314,6 +317,7 @@ function contenders(): Contender[] {
       command: () => [
         bunVariantBinaries.both ||= buildBunBinary([...BUN_COMPILE_FLAGS, "--minify"], "both"),
       ],
+      env: { ...BUN_ENV },
       measures: ["startup"],
     },
   ];
