@@ -330,7 +330,7 @@ export function runModuleCommand(
   if (runtime === "deno") {
     return {
       command,
-      env: options.operator ? { ...DENO_ENV } : {},
+      env: options.operator ? { ...operatorEnv(runtime) } : {},
       args: [
         "run",
         "-A",
@@ -340,7 +340,7 @@ export function runModuleCommand(
       ],
     };
   }
-  return { command, args: [file], env: options.operator ? { ...BUN_ENV } : {} };
+  return { command, args: [file], env: options.operator ? { ...operatorEnv(runtime) } : {} };
 }
 
 /**
