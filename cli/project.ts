@@ -295,9 +295,9 @@ export const DENO_ENV: Readonly<Record<string, string>> = { MALLOC_MMAP_THRESHOL
  * dev` and the scaffold's `start`/`run` scripts. Bun allocates with mimalloc, which hands freed
  * pages back to the system only after a delay and only when the allocator runs again, so the
  * buffers of a list page freed as an informer goes quiet stay resident; a delay of 0 hands them
- * back at once. Measured with 10,000 ConfigMaps: RSS per cached object 1.70× Go's instead of
- * 1.88×, a relist peak 9 MiB lower, the same CPU per reconcile (bench/README.md, "Memory on
- * Bun").
+ * back at once. Measured with 10,000 ConfigMaps: RSS per cached object 1.70–1.74× Go's instead
+ * of 1.88–1.92×, a relist peak 9–10 MiB lower, no difference in CPU per reconcile beyond the
+ * rounds' spread (bench/README.md, "Memory on Bun").
  */
 export const BUN_ENV: Readonly<Record<string, string>> = { MIMALLOC_PURGE_DELAY: "0" };
 
