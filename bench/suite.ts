@@ -36,7 +36,7 @@ import { ENVTEST_KUBERNETES_VERSION } from "../lib/testing/assets.ts";
 import { Environment } from "../lib/testing/envtest.ts";
 import { ROOT, setup } from "../tools/setup.ts";
 import { BUN_COMPILE_FLAGS } from "../cli/build.ts";
-import { BUN_ENV, DENO_ENV, DENO_V8_FLAGS } from "../cli/project.ts";
+import { BUN_ENV, DENO_ENV, DENO_V8_FLAGS, operatorEnv } from "../cli/project.ts";
 import { SENT_ANNOTATION, SEQ_ANNOTATION, TOKEN_ANNOTATION } from "./contenders/measure.ts";
 import {
   measureRelist,
@@ -152,7 +152,7 @@ function contenders(): Contender[] {
       env: { ...BUN_ENV },
     },
   ];
-  for (const runtime of ["deno", "bun"]) {
+  for (const runtime of ["deno", "bun"] as const) {
     for (const wire of ["list", "stream"]) {
       for (const gzip of ["on", "off"]) {
         all.push({
@@ -161,7 +161,7 @@ function contenders(): Contender[] {
             gzip === "on" ? "gzip" : "no gzip"
           } (${runtime === "deno" ? "Deno" : "Bun"})`,
           measures: ["sync"],
-          env: runtime === "deno" ? { ...DENO_ENV } : { ...BUN_ENV },
+          env: { ...operatorEnv(runtime) },
           command: () => [
             ...(runtime === "deno" ? denoCommand(FLOOR) : [BUN, "run", FLOOR]),
             "--wire",
@@ -248,7 +248,7 @@ function contenders(): Contender[] {
       const rudder = () =>
         runtime === "deno" ? denoCommand(RUDDER, DENO_V8_FLAGS) : [BUN, "run", RUDDER];
       const Runtime = runtime === "deno" ? "Deno" : "Bun";
-      const env = runtime === "deno" ? { ...DENO_ENV } : { ...BUN_ENV };
+      const env = { ...operatorEnv(runtime) };
       return [
         {
           name: `rudder-${runtime}:stream`,

@@ -327,10 +327,11 @@ export function runModuleCommand(
   options: { config?: string; operator?: boolean } = {},
 ): { command: string; args: string[]; env: Record<string, string> } {
   const command = runtimeExecutable(runtime, env);
+  const operator = options.operator ? { ...operatorEnv(runtime) } : {};
   if (runtime === "deno") {
     return {
       command,
-      env: options.operator ? { ...operatorEnv(runtime) } : {},
+      env: operator,
       args: [
         "run",
         "-A",
@@ -340,7 +341,7 @@ export function runModuleCommand(
       ],
     };
   }
-  return { command, args: [file], env: options.operator ? { ...operatorEnv(runtime) } : {} };
+  return { command, args: [file], env: operator };
 }
 
 /**
