@@ -74,10 +74,13 @@ const ROWS: [measure: string, field: string, label: string, value: (v: number) =
   ["reconcile-10", "objectsPerSecond", "reconcile, 10 workers: objects/s", (v) => v.toFixed(0)],
   ["reconcile-10", "cpuSeconds", "reconcile, 10 workers: CPU seconds", (v) => `${v.toFixed(2)} s`],
   ["reconcile-10", "rssAfterBytes", "reconcile, 10 workers: RSS after", mib],
+  ["reconcile-10", "rssAnonAfterBytes", "reconcile, 10 workers: anonymous RSS after", mib],
   ["latency", "p50Ms", "event → reconcile latency, p50", (v) => `${v.toFixed(1)} ms`],
   ["latency", "p99Ms", "event → reconcile latency, p99", (v) => `${v.toFixed(1)} ms`],
   ["startup", "readyMs", "start → /readyz 200", (v) => `${v.toFixed(0)} ms`],
   ["startup", "idleRssBytes", "idle RSS", mib],
+  ["startup", "idleRssAnonBytes", "idle RSS: anonymous", mib],
+  ["startup", "idleRssFileBytes", "idle RSS: file-backed", mib],
 ];
 
 function mib(bytes: number): string {

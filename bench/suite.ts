@@ -37,7 +37,12 @@ import { Environment } from "../lib/testing/envtest.ts";
 import { ROOT, setup } from "../tools/setup.ts";
 import { BUN_COMPILE_FLAGS } from "../cli/build.ts";
 import { BUN_ENV, DENO_ENV, DENO_V8_FLAGS, operatorEnv } from "../cli/project.ts";
-import { SENT_ANNOTATION, SEQ_ANNOTATION, TOKEN_ANNOTATION } from "./contenders/measure.ts";
+import {
+  residentMemory,
+  SENT_ANNOTATION,
+  SEQ_ANNOTATION,
+  TOKEN_ANNOTATION,
+} from "./contenders/measure.ts";
 import {
   measureRelist,
   RELIST_SETTLE_MS,
@@ -681,9 +686,13 @@ async function runMeasure(contender: Contender, measure: Measure, s: Setting): P
     }
     const readyMs = performance.now() - began;
     await new Promise((resolve) => setTimeout(resolve, s.idleSettleMs));
-    const status = readFileSync(`/proc/${running.child.pid}/status`, "utf8");
-    const rssKb = Number(status.match(/^VmRSS:\s+(\d+) kB/m)?.[1]);
-    return { readyMs, idleRssBytes: rssKb * 1024 };
+    const memory = residentMemory(running.child.pid!);
+    return {
+      readyMs,
+      idleRssBytes: memory.rss,
+      idleRssAnonBytes: memory.anon,
+      idleRssFileBytes: memory.file,
+    };
   });
 }
 
@@ -803,12 +812,14 @@ const FIGURES: Record<Measure, [field: string, label: string, format: (v: number
     ["objectsPerSecond", "objects/s", (v) => v.toFixed(0)],
     ["cpuSeconds", "CPU (s)", (v) => v.toFixed(2)],
     ["rssAfterBytes", "RSS after (MiB)", (v) => (v / 2 ** 20).toFixed(1)],
+    ["rssAnonAfterBytes", "anonymous RSS after (MiB)", (v) => (v / 2 ** 20).toFixed(1)],
   ],
   "reconcile-10": [
     ["ms", "time (ms)", (v) => v.toFixed(0)],
     ["objectsPerSecond", "objects/s", (v) => v.toFixed(0)],
     ["cpuSeconds", "CPU (s)", (v) => v.toFixed(2)],
     ["rssAfterBytes", "RSS after (MiB)", (v) => (v / 2 ** 20).toFixed(1)],
+    ["rssAnonAfterBytes", "anonymous RSS after (MiB)", (v) => (v / 2 ** 20).toFixed(1)],
   ],
   latency: [
     ["p50Ms", "p50 (ms)", (v) => v.toFixed(1)],
@@ -818,6 +829,8 @@ const FIGURES: Record<Measure, [field: string, label: string, format: (v: number
   startup: [
     ["readyMs", "start → /readyz 200 (ms)", (v) => v.toFixed(0)],
     ["idleRssBytes", "idle RSS (MiB)", (v) => (v / 2 ** 20).toFixed(1)],
+    ["idleRssAnonBytes", "anonymous (MiB)", (v) => (v / 2 ** 20).toFixed(1)],
+    ["idleRssFileBytes", "file-backed (MiB)", (v) => (v / 2 ** 20).toFixed(1)],
   ],
 };
 

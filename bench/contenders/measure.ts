@@ -126,9 +126,24 @@ export async function memoryAfterGC(): Promise<{ rss: number; heap: number }> {
   return { rss: usage.rss, heap: usage.heapUsed };
 }
 
-/** Resident memory now, without a collection. */
-export function rssNow(): number {
-  return process.memoryUsage().rss;
+/**
+ * A process's resident memory as /proc/<pid>/status splits it, in bytes: `rss` (VmRSS), its
+ * anonymous part `anon` (RssAnon: heaps, stacks, JIT code, the runtime's own allocations) and
+ * its file-backed part `file` (RssFile: the pages of the executable and the libraries that were
+ * touched, which the kernel can drop and reread and every process of that executable shares).
+ */
+export function residentMemory(pid: number | "self" = "self"): {
+  rss: number;
+  anon: number;
+  file: number;
+} {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kib = (field: string) => {
+    const value = Number(status.match(new RegExp(`^${field}:\\s+(\\d+) kB`, "m"))?.[1]);
+    if (!Number.isFinite(value)) throw new Error(`no ${field} in /proc/${pid}/status`);
+    return value * 1024;
+  };
+  return { rss: kib("VmRSS"), anon: kib("RssAnon"), file: kib("RssFile") };
 }
 
 /** This process's user plus system CPU seconds, from /proc/self/stat (USER_HZ 100). */

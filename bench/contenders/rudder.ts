@@ -32,7 +32,7 @@ import {
   memoryAfterGC,
   quantile,
   report,
-  rssNow,
+  residentMemory,
   SENT_ANNOTATION,
   SEQ_ANNOTATION,
   terminated,
@@ -147,7 +147,14 @@ async function runController(args: ContenderArgs): Promise<void> {
       await Promise.race([done, failed]);
       const ms = performance.now() - start;
       const cpu = cpuSeconds() - cpuStart;
-      report({ ms, cpuSeconds: cpu, rssAfterBytes: rssNow(), objects: patched });
+      const memory = residentMemory();
+      report({
+        ms,
+        cpuSeconds: cpu,
+        rssAfterBytes: memory.rss,
+        rssAnonAfterBytes: memory.anon,
+        objects: patched,
+      });
       return;
     }
     await Promise.race([ready, failed]);

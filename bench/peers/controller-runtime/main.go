@@ -341,9 +341,13 @@ func runController(o options) error {
 		if err != nil {
 			return err
 		}
+		anon, err := statusBytes("RssAnon:")
+		if err != nil {
+			return err
+		}
 		report(map[string]any{
 			"ms": float64(elapsed.Microseconds()) / 1000, "cpuSeconds": cpuEnd - cpuStart,
-			"rssAfterBytes": rss, "objects": int(r.patched.Load()),
+			"rssAfterBytes": rss, "rssAnonAfterBytes": anon, "objects": int(r.patched.Load()),
 		})
 	} else {
 		if err := wait(r.ready, "the first reconcile of every object"); err != nil {
@@ -436,6 +440,12 @@ func memoryAfterGC() (rss int64, heap int64, err error) {
 }
 
 func rssBytes() (int64, error) {
+	return statusBytes("VmRSS:")
+}
+
+// statusBytes reads one "<field> <n> kB" line of /proc/self/status: VmRSS, or its anonymous part
+// RssAnon (the heap, stacks, the runtime's own allocations; not the executable's pages).
+func statusBytes(field string) (int64, error) {
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
 		return 0, err
@@ -444,12 +454,12 @@ func rssBytes() (int64, error) {
 	scanner := bufio.NewScanner(f)
 	for scanner.Scan() {
 		fields := strings.Fields(scanner.Text())
-		if len(fields) == 3 && fields[0] == "VmRSS:" && fields[2] == "kB" {
+		if len(fields) == 3 && fields[0] == field && fields[2] == "kB" {
 			kb, err := strconv.ParseInt(fields[1], 10, 64)
 			return kb * 1024, err
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/self/status")
+	return 0, fmt.Errorf("no %s in /proc/self/status", field)
 }
 
 // cpuSeconds is this process's user plus system CPU time from /proc/self/stat.
