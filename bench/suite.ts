@@ -86,7 +86,8 @@ interface Contender {
   measures: Measure[];
   /** The command for a measure; built lazily, after `prepare`. */
   command: () => string[];
-  env?: Record<string, string>;
+  /** Added to the harness's environment. */
+  env?: Readonly<Record<string, string>>;
   /** Builds or installs what the contender needs. */
   prepare?: () => void;
   /** Part of the memory investigation rather than the comparison. */
@@ -139,14 +140,14 @@ function contenders(): Contender[] {
       // What Rudder ships: the V8 flags and the environment of `rudder build` (its image),
       // `rudder dev` and the scaffold.
       command: () => denoCommand(RUDDER, DENO_V8_FLAGS),
-      env: { ...DENO_ENV },
+      env: DENO_ENV,
     },
     {
       name: "rudder-bun",
       label: "Rudder (Bun)",
       measures: MEASURES,
       command: () => [BUN, "run", RUDDER],
-      env: { ...BUN_ENV },
+      env: BUN_ENV,
     },
     {
       name: "rudder-bun-binary",
@@ -154,7 +155,7 @@ function contenders(): Contender[] {
       measures: ["startup"],
       prepare: () => void (bunBinary ||= buildBunBinary()),
       command: () => [bunBinary],
-      env: { ...BUN_ENV },
+      env: BUN_ENV,
     },
   ];
   for (const runtime of ["deno", "bun"] as const) {
@@ -166,7 +167,7 @@ function contenders(): Contender[] {
             gzip === "on" ? "gzip" : "no gzip"
           } (${runtime === "deno" ? "Deno" : "Bun"})`,
           measures: ["sync"],
-          env: { ...operatorEnv(runtime) },
+          env: operatorEnv(runtime),
           command: () => [
             ...(runtime === "deno" ? denoCommand(FLOOR) : [BUN, "run", FLOOR]),
             "--wire",
@@ -183,35 +184,35 @@ function contenders(): Contender[] {
     name: string;
     label: string;
     command: () => string[];
-    env?: Record<string, string>;
+    env?: Readonly<Record<string, string>>;
     measures: Measure[];
   }[] = [
     {
       name: "rudder-deno:v8-defaults",
       label: "Rudder (Deno), V8's defaults (no --max-semi-space-size)",
       command: () => denoCommand(RUDDER, []),
-      env: { ...DENO_ENV },
+      env: DENO_ENV,
       measures: ["sync", "reconcile-10", "startup"],
     },
     {
       name: "rudder-deno:semi1",
       label: "Rudder (Deno), --max-semi-space-size=1 (the default before 2026-12-02)",
       command: () => denoCommand(RUDDER, ["--max-semi-space-size=1"]),
-      env: { ...DENO_ENV },
+      env: DENO_ENV,
       measures: ["sync", "relist", "reconcile-1", "reconcile-10", "startup"],
     },
     {
       name: "rudder-deno:semi4",
       label: "Rudder (Deno), --max-semi-space-size=4",
       command: () => denoCommand(RUDDER, ["--max-semi-space-size=4"]),
-      env: { ...DENO_ENV },
+      env: DENO_ENV,
       measures: ["sync", "relist", "reconcile-1", "reconcile-10", "startup"],
     },
     {
       name: "rudder-deno:minor-ms",
       label: "Rudder (Deno), + --minor-ms (young generation marked in place, not copied)",
       command: () => denoCommand(RUDDER, [...DENO_V8_FLAGS, "--minor-ms"]),
-      env: { ...DENO_ENV },
+      env: DENO_ENV,
       measures: ["sync", "relist", "reconcile-1", "reconcile-10", "startup"],
     },
     {
@@ -239,21 +240,21 @@ function contenders(): Contender[] {
       name: "rudder-deno:single-gc",
       label: "Rudder (Deno), + --single-threaded-gc",
       command: () => denoCommand(RUDDER, [...DENO_V8_FLAGS, "--single-threaded-gc"]),
-      env: { ...DENO_ENV },
+      env: DENO_ENV,
       measures: ["sync", "reconcile-10", "startup"],
     },
     {
       name: "rudder-deno:size",
       label: "Rudder (Deno), + --optimize-for-size",
       command: () => denoCommand(RUDDER, [...DENO_V8_FLAGS, "--optimize-for-size"]),
-      env: { ...DENO_ENV },
+      env: DENO_ENV,
       measures: ["sync", "reconcile-10", "startup"],
     },
     ...(["deno", "bun"] as const).flatMap((runtime) => {
       const rudder = () =>
         runtime === "deno" ? denoCommand(RUDDER, DENO_V8_FLAGS) : [BUN, "run", RUDDER];
       const Runtime = runtime === "deno" ? "Deno" : "Bun";
-      const env = { ...operatorEnv(runtime) };
+      const env = operatorEnv(runtime);
       return [
         {
           name: `rudder-${runtime}:stream`,
@@ -275,7 +276,7 @@ function contenders(): Contender[] {
       name: "rudder-bun:smol",
       label: "Rudder (Bun), --smol",
       command: () => [BUN, "--smol", "run", RUDDER],
-      env: { ...BUN_ENV },
+      env: BUN_ENV,
       measures: ["sync", "reconcile-10", "startup"],
     },
     {
@@ -306,14 +307,14 @@ function contenders(): Contender[] {
           "smol",
         ),
       ],
-      env: { ...BUN_ENV },
+      env: BUN_ENV,
       measures: ["startup"],
     },
     {
       name: "rudder-bun-binary:minify",
       label: "Rudder (Bun single binary), --minify instead of --bytecode",
       command: () => [bunVariantBinaries.minify ||= buildBunBinary(["--minify"], "minify")],
-      env: { ...BUN_ENV },
+      env: BUN_ENV,
       measures: ["startup"],
     },
     {
@@ -322,7 +323,7 @@ function contenders(): Contender[] {
       command: () => [
         bunVariantBinaries.both ||= buildBunBinary([...BUN_COMPILE_FLAGS, "--minify"], "both"),
       ],
-      env: { ...BUN_ENV },
+      env: BUN_ENV,
       measures: ["startup"],
     },
   ];
