@@ -62,6 +62,7 @@ export {
   Store,
   type StoreListOptions,
   type StoreOptions,
+  type StoreReplacement,
   stripManagedFields,
 } from "./store.ts";
 export {

@@ -1,7 +1,8 @@
 /**
  * The reflector: applies a watcher's events (./watcher.ts) to a {@linkcode Store}. A list is
- * buffered from `Init` to `InitDone` and swapped in at once, so readers never see half a
- * list; `Apply` and `Delete` change one object. Each change to the store is reported as a
+ * gathered from `Init` to `InitDone` and swapped in at once, so readers never see half a list;
+ * each listed object is transformed and frozen as it comes, while the next page is on its way.
+ * `Apply` and `Delete` change one object. Each change to the store is reported as a
  * {@linkcode StoreChange}, with the previous state, for whoever dispatches to handlers.
  *
  * @module
@@ -9,7 +10,7 @@
 
 import type { KubeObject } from "../api/resource.ts";
 import { deepFreeze, type DeepReadonly } from "../api/readonly.ts";
-import { objectKey, type Store } from "./store.ts";
+import { objectKey, type Store, type StoreReplacement } from "./store.ts";
 import { isOlderResourceVersion, type WatcherEvent } from "./watcher.ts";
 
 /**
@@ -58,7 +59,7 @@ export class Reflector<T extends KubeObject> {
   readonly store: Store<T>;
   readonly #options: ReflectorOptions<T>;
   /** The list being received, between Init and InitDone. */
-  #buffer: T[] | undefined;
+  #replacement: StoreReplacement<T> | undefined;
 
   /** A reflector into `store`; `options` hears about each change. */
   constructor(store: Store<T>, options: ReflectorOptions<T> = {}) {
@@ -70,15 +71,17 @@ export class Reflector<T extends KubeObject> {
   apply(event: WatcherEvent<T>): void {
     switch (event.type) {
       case "Init":
-        this.#buffer = [];
+        this.#replacement = this.store.beginReplace();
         break;
       case "InitApply":
-        (this.#buffer ??= []).push(event.object);
+        (this.#replacement ??= this.store.beginReplace()).add(event.object);
         break;
-      case "InitDone":
-        this.#replace(this.#buffer ?? [], event.resourceVersion);
-        this.#buffer = undefined;
+      case "InitDone": {
+        const replacement = this.#replacement ?? this.store.beginReplace();
+        this.#replacement = undefined;
+        this.#replace(replacement, event.resourceVersion);
         break;
+      }
       case "Apply":
       case "Delete":
         this.#change(event.type, event.object, event.resourceVersion);
@@ -86,8 +89,8 @@ export class Reflector<T extends KubeObject> {
     }
   }
 
-  #replace(objects: T[], resourceVersion: string | undefined): void {
-    const diff = this.store.replace(objects);
+  #replace(replacement: StoreReplacement<T>, resourceVersion: string | undefined): void {
+    const diff = replacement.commit();
     this.#options.onReplace?.(resourceVersion);
     const emit = this.#options.onStoreChange;
     if (!emit) return;

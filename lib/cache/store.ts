@@ -165,6 +165,27 @@ export interface ReplaceResult<T> {
   deleted: DeepReadonly<T>[];
 }
 
+/**
+ * A replacement of a store's contents, taken one object at a time: made by
+ * {@linkcode Store.beginReplace}.
+ */
+export interface StoreReplacement<T extends KubeObject> {
+  /**
+   * Takes one object of the new set. A new version is transformed, frozen and indexed aside now;
+   * one whose key and resourceVersion the store holds keeps the stored version. A later object
+   * with the same key wins.
+   *
+   * @throws what the transform or an index function throws; the store is unchanged.
+   */
+  add(obj: T): void;
+  /**
+   * Swaps the set in and says what changed; the replacement is used up.
+   *
+   * @throws {Error} when it was committed already.
+   */
+  commit(): ReplaceResult<T>;
+}
+
 type Bucket<T> = Map<string, DeepReadonly<T>>;
 
 /** One index: its function and, per index value, the objects under it by key. */
@@ -179,6 +200,12 @@ interface IndexChange<T> {
   current: DeepReadonly<T> | undefined;
   /** Per index, in the order of the store's index map: values to leave, values to be under. */
   values: { remove: string[]; add: string[] }[];
+}
+
+/** An index change planned by a replacement, with the stored version it was planned against. */
+interface PlannedChange<T> {
+  previous: DeepReadonly<T> | undefined;
+  change: IndexChange<T>;
 }
 
 const NO_VALUES: string[] = [];
@@ -426,38 +453,86 @@ export class Store<T extends KubeObject> {
    * index function throws, the store is unchanged. The swap itself cannot fail.
    */
   replace(objects: Iterable<T>): ReplaceResult<T> {
-    const old = this.#items;
+    const replacement = this.beginReplace();
+    for (const obj of objects) replacement.add(obj);
+    return replacement.commit();
+  }
+
+  /**
+   * A {@linkcode Store.replace} that takes the new set one object at a time: each is transformed,
+   * frozen and indexed aside when it is added, and `commit` swaps the set in. A reflector adds
+   * each object of a paged list as it comes, so that work overlaps the wait for the next page
+   * and the object as the API server sent it (with its managedFields) is let go at once.
+   *
+   * Until `commit` the store is unchanged and readable, and a replacement that is never
+   * committed leaves no trace. Changes made to the store in between are taken into account.
+   *
+   * @example
+   * ```ts
+   * import { type ConfigMap } from "@rudder/operator";
+   * import { Store } from "@rudder/operator/cache";
+   *
+   * const store = new Store<ConfigMap>();
+   * const replacement = store.beginReplace();
+   * replacement.add({ apiVersion: "v1", kind: "ConfigMap", metadata: { namespace: "a", name: "b" } });
+   * console.log(store.size); // 0
+   * console.log(replacement.commit().added.length, store.size); // 1 1
+   * ```
+   */
+  beginReplace(): StoreReplacement<T> {
     const items = new Map<string, DeepReadonly<T>>();
-    for (const obj of objects) {
-      const key = objectKey(obj);
-      const previous = old.get(key);
-      const rv = obj.metadata?.resourceVersion;
-      if (previous && rv && (previous as ObjectWithRv).metadata?.resourceVersion === rv) {
-        items.set(key, previous);
-      } else {
+    // The index change of each new version, planned against the object it then replaced.
+    const planned = new Map<string, PlannedChange<T>>();
+    let committed = false;
+    const usable = () => {
+      if (committed) throw new Error("this store replacement was committed already");
+    };
+    return {
+      add: (obj) => {
+        usable();
+        const key = objectKey(obj);
+        const previous = this.#items.get(key);
+        const rv = obj.metadata?.resourceVersion;
+        if (previous && rv && (previous as ObjectWithRv).metadata?.resourceVersion === rv) {
+          items.set(key, previous);
+          planned.delete(key);
+          return;
+        }
         const stored = this.prepare(obj);
-        items.set(objectKey(stored as ObjectWithMetadata), stored);
-      }
-    }
+        const change = this.#planChange(key, previous, stored);
+        items.set(key, stored);
+        planned.set(key, { previous, change });
+      },
+      commit: () => {
+        usable();
+        committed = true;
+        const old = this.#items;
+        const result: ReplaceResult<T> = { added: [], updated: [], deleted: [] };
+        const changes: IndexChange<T>[] = [];
+        for (const [key, current] of items) {
+          const previous = old.get(key);
+          if (previous === current) continue;
+          if (previous) result.updated.push({ previous, current });
+          else result.added.push(current);
+          const plan = planned.get(key);
+          // Planned against another version than the store now holds: plan again.
+          changes.push(
+            plan && plan.previous === previous
+              ? plan.change
+              : this.#planChange(key, previous, current),
+          );
+        }
+        for (const [key, previous] of old) {
+          if (items.has(key)) continue;
+          result.deleted.push(previous);
+          changes.push(this.#planChange(key, previous, undefined));
+        }
 
-    const result: ReplaceResult<T> = { added: [], updated: [], deleted: [] };
-    const changes: IndexChange<T>[] = [];
-    for (const [key, current] of items) {
-      const previous = old.get(key);
-      if (previous === current) continue;
-      if (previous) result.updated.push({ previous, current });
-      else result.added.push(current);
-      changes.push(this.#planChange(key, previous, current));
-    }
-    for (const [key, previous] of old) {
-      if (items.has(key)) continue;
-      result.deleted.push(previous);
-      changes.push(this.#planChange(key, previous, undefined));
-    }
-
-    this.#items = items;
-    for (const change of changes) this.#applyChange(change);
-    return result;
+        this.#items = items;
+        for (const change of changes) this.#applyChange(change);
+        return result;
+      },
+    };
   }
 
   /** Removes every object; indexes stay registered. */

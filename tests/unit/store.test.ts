@@ -690,3 +690,102 @@ describe("Store: replace", () => {
     assert.deepEqual(store.indexKeys(NAMESPACE_INDEX, "ns"), ["ns/a", "ns/b"]);
   });
 });
+
+describe("Store: replace one object at a time", () => {
+  it("transforms and freezes each object when it is added, and shows nothing before commit", () => {
+    let calls = 0;
+    const store = new Store<Pod>({
+      indexers: { node: byNode },
+      transform: (p) => {
+        calls++;
+        return stripManagedFields(p);
+      },
+    });
+    const old = store.upsert(pod("ns", "old", { node: "n1" })).stored;
+    calls = 0;
+    const replacement = store.beginReplace();
+    const incoming = pod("ns", "a", { node: "n2", managedFields: true });
+    replacement.add(incoming);
+    assert.equal(calls, 1, "the transform ran at add");
+    assert.equal(store.size, 1);
+    assert.equal(store.get("ns/a"), undefined);
+    assert.deepEqual(store.indexKeys("node", "n2"), []);
+    assert.equal(store.get("ns/old"), old);
+
+    const diff = replacement.commit();
+    assert.equal(calls, 1, "and not again at commit");
+    assert.equal(diff.added.length, 1);
+    assert.ok(Object.isFrozen(diff.added[0]));
+    assert.equal(diff.added[0].metadata?.managedFields, undefined);
+    assert.equal(incoming.metadata?.managedFields?.length, 1, "the input is not changed");
+    assert.deepEqual(diff.deleted, [old]);
+    assert.deepEqual(store.keys(), ["ns/a"]);
+    assert.deepEqual(store.indexKeys("node", "n2"), ["ns/a"]);
+    assert.deepEqual(store.indexKeys("node", "n1"), []);
+  });
+
+  it("keeps the stored version of an unchanged object, and the last of two with one key", () => {
+    const store = new Store<Pod>();
+    const kept = store.upsert(pod("ns", "kept", { rv: "5" })).stored;
+    const replacement = store.beginReplace();
+    replacement.add(pod("ns", "kept", { rv: "5" }));
+    replacement.add(pod("ns", "twice", { rv: "6", phase: "Pending" }));
+    replacement.add(pod("ns", "twice", { rv: "7", phase: "Running" }));
+    const diff = replacement.commit();
+    assert.equal(store.get("ns/kept"), kept);
+    assert.deepEqual(diff.updated, []);
+    assert.equal(diff.added.length, 1);
+    assert.equal(store.get("ns/twice")?.status?.phase, "Running");
+    assert.equal(store.size, 2);
+  });
+
+  it("takes changes made to the store between add and commit into account", () => {
+    const store = new Store<Pod>({ indexers: { node: byNode } });
+    store.upsert(pod("ns", "moved", { rv: "1", node: "n1" }));
+    const kept = store.upsert(pod("ns", "kept", { rv: "2", node: "n1" })).stored;
+    const replacement = store.beginReplace();
+    replacement.add(pod("ns", "moved", { rv: "3", node: "n2" })); // planned against n1
+    replacement.add(pod("ns", "kept", { rv: "2", node: "n1" })); // the stored version is kept
+    // Meanwhile the store changes under the replacement.
+    const between = store.upsert(pod("ns", "moved", { rv: "4", node: "n3" })).stored;
+    store.delete("ns/kept");
+
+    const diff = replacement.commit();
+    assert.equal(diff.updated.length, 1);
+    assert.equal(diff.updated[0].previous, between);
+    assert.deepEqual(diff.added, [kept], "gone in between, so added again");
+    assert.deepEqual(
+      store.indexKeys("node", "n3"),
+      [],
+      "the version added in between is unindexed",
+    );
+    assert.deepEqual(store.indexKeys("node", "n2"), ["ns/moved"]);
+    assert.deepEqual(store.indexKeys("node", "n1"), ["ns/kept"]);
+    assert.deepEqual(store.indexKeys(NAMESPACE_INDEX, "ns").sort(), ["ns/kept", "ns/moved"]);
+  });
+
+  it("fails at add, leaving the store as it was, and is used up by its commit", () => {
+    const store = new Store<Pod>({
+      indexers: {
+        phase: (p) => {
+          if (p.status?.phase === "Bad") throw new Error("index failed");
+          return p.status?.phase ? [p.status.phase] : [];
+        },
+      },
+    });
+    const a = store.upsert(pod("ns", "a", { phase: "Running" })).stored;
+    const failing = store.beginReplace();
+    failing.add(pod("ns", "b", { phase: "Running" }));
+    assert.throws(() => failing.add(pod("ns", "a", { phase: "Bad" })), /index failed/);
+    assert.deepEqual(store.keys(), ["ns/a"]);
+    assert.equal(store.get("ns/a"), a);
+    assert.deepEqual(store.indexKeys("phase", "Running"), ["ns/a"]);
+
+    const replacement = store.beginReplace();
+    replacement.commit();
+    assert.equal(store.size, 0);
+    assert.throws(() => replacement.add(pod("ns", "c")), /committed already/);
+    assert.throws(() => replacement.commit(), /committed already/);
+    assert.equal(store.size, 0);
+  });
+});

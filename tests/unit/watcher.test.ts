@@ -188,6 +188,26 @@ describe("Reflector", T, () => {
     assert.equal(store.get("ns/a")?.data?.v, "2");
   });
 
+  it("transforms each listed object as it comes, before the list is swapped in", T, () => {
+    const seen: string[] = [];
+    const store = new Store<CM>({
+      transform: (obj) => {
+        seen.push(obj.metadata?.name ?? "");
+        return obj;
+      },
+    });
+    const reflect = new Reflector(store);
+    reflect.apply({ type: "Init" });
+    reflect.apply({ type: "InitApply", object: cm("a", "1") });
+    assert.deepEqual(seen, ["a"]);
+    assert.equal(store.size, 0);
+    reflect.apply({ type: "InitApply", object: cm("b", "2") });
+    assert.deepEqual(seen, ["a", "b"]);
+    reflect.apply({ type: "InitDone", resourceVersion: "2" });
+    assert.deepEqual(seen, ["a", "b"], "nothing is transformed twice");
+    assert.deepEqual(store.keys().sort(), ["ns/a", "ns/b"]);
+  });
+
   it("drops a half-received list when a new Init starts it again", T, () => {
     const store = new Store<CM>();
     const reflect = new Reflector(store);
