@@ -59,6 +59,7 @@ export {
 export {
   type QueryValue,
   type RequestInfo,
+  type RequestTextOptions,
   RestClient,
   type RestClientOptions,
   type RestRequest,
