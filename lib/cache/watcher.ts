@@ -62,9 +62,8 @@ export interface WatcherOptions {
   /**
    * Objects per page of a paged list; default 5,000: pages that size bound the memory a list
    * holds at once and cost little more than one unpaged list (measurements under
-   * `streamingList`). The next page is asked for as soon as the head of a page's answer is in,
-   * while the rest of that page comes and is parsed and stored, so at most two pages are in
-   * memory at once.
+   * `streamingList`). The next page is asked for as soon as a page's answer is in, while that
+   * page is parsed and stored, so at most two pages are in memory at once.
    */
   pageSize?: number;
   /**
@@ -142,8 +141,6 @@ interface ListPage {
 interface PageRequest {
   token: string | undefined;
   text: Promise<string>;
-  /** The continue token at the answer's head, as soon as the head is in; `undefined` without. */
-  ahead: Promise<string | undefined>;
   abort(): void;
 }
 
@@ -633,25 +630,23 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
   }
 
   /**
-   * A paged list. The next page is asked for as soon as this one's head is in, while its items
-   * are still coming: the API server reads and encodes page n+1 while it sends page n and
-   * Rudder decodes it. The token comes from the answer's head ({@linkcode continueTokenAhead});
-   * the parsed page has the last word, and a page asked for with another token is dropped. The
-   * page after that is asked for once page n is handed out, so no more than two are held.
+   * A paged list. The next page is asked for as soon as this one's text is in, before it is
+   * parsed and stored: the API server reads and encodes page n+1 while the informer decodes page
+   * n. The token comes from the answer's head ({@linkcode continueTokenAhead}); the parsed page
+   * has the last word, and a page asked for with another token is dropped.
    */
   async *#pagedList(): AsyncGenerator<WatcherEvent<T>, void, undefined> {
     let resourceVersion: string | undefined;
-    let current: PageRequest | undefined = this.#requestPage(undefined);
-    let next: PageRequest | undefined;
+    let next: PageRequest | undefined = this.#requestPage(undefined);
     // The text is dropped once parsed, and each item once handed out: the generator waits on its
     // consumer with this frame alive, and neither may outlast its use in it.
     let text: string | undefined;
     try {
-      while (current) {
-        const ahead = await current.ahead;
+      while (next) {
+        text = await next.text;
+        next = undefined;
+        const ahead = continueTokenAhead(text);
         if (ahead) next = this.#requestPage(ahead);
-        text = await current.text;
-        current = undefined;
         const page = this.#parsePage(text);
         text = undefined;
         const token = page.metadata?.continue || undefined;
@@ -671,11 +666,8 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
           items[i] = undefined;
           yield { type: "InitApply", object: this.#typed(item) };
         }
-        current = next;
-        next = undefined;
       }
     } finally {
-      current?.abort();
       next?.abort();
     }
     this.#status.resourceVersion = resourceVersion;
@@ -686,31 +678,21 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
     yield { type: "InitDone", resourceVersion };
   }
 
-  /**
-   * Asks for one page; its text is awaited later, so a failure is held until then. `ahead`
-   * settles at the answer's head, or when the request ends without one.
-   */
+  /** Asks for one page; its text is awaited later, so a failure is held until then. */
   #requestPage(token: string | undefined): PageRequest {
     const controller = new AbortController();
-    let tell!: (token: string | undefined) => void;
-    const ahead = new Promise<string | undefined>((resolve) => (tell = resolve));
     const text = this.#rest.requestText({
       path: this.#path(),
       accept: this.#options.metadataOnly ? METADATA_LIST_ACCEPT : "application/json",
       query: this.#query({ limit: this.#options.pageSize ?? DEFAULT_PAGE_SIZE, continue: token }),
       signal: AbortSignal.any([this.#signal, controller.signal]),
-    }, {
-      onHead: (head) => tell(continueTokenAhead(head)),
-      headLength: LIST_HEAD_LENGTH,
     }).catch((err) => {
       if (token && isGone(err)) throw new RelistNeeded("the list's continue token expired");
       throw err;
     });
-    // Told nothing at the head, look at the text's; a failed page has nothing ahead (a later
-    // call of `tell` changes nothing). A page that is dropped or outlived by a failure is never
-    // awaited.
-    text.then((page) => tell(continueTokenAhead(page)), () => tell(undefined));
-    return { token, text, ahead, abort: () => controller.abort() };
+    // A page that is dropped or outlived by a failure is never awaited.
+    text.catch(() => {});
+    return { token, text, abort: () => controller.abort() };
   }
 
   #parsePage(text: string): ListPage {

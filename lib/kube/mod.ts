@@ -59,7 +59,6 @@ export {
 export {
   type QueryValue,
   type RequestInfo,
-  type RequestTextOptions,
   RestClient,
   type RestClientOptions,
   type RestRequest,

@@ -84,62 +84,6 @@ export interface RestClientOptions extends TransportOptions {
   onRequest?: (info: RequestInfo) => void;
 }
 
-/** Options of {@linkcode RestClient.requestText}. */
-export interface RequestTextOptions {
-  /**
-   * Called once with the first `headLength` characters of a 2xx answer (the whole of a shorter
-   * one) as soon as they are in, before the rest has come. What it throws fails the request.
-   */
-  onHead?: (head: string) => void;
-  /** How much of the answer `onHead` gets, in bytes read; default 4096. */
-  headLength?: number;
-}
-
-const DEFAULT_HEAD_LENGTH = 4096;
-const utf8 = new TextDecoder();
-
-/** Reads a body as UTF-8 text as `Response.text` does, handing its head to `onHead` early. */
-async function readText(
-  response: Response,
-  onHead: (head: string) => void,
-  headLength: number,
-): Promise<string> {
-  const chunks: Uint8Array[] = [];
-  let length = 0;
-  let told = false;
-  if (response.body) {
-    const reader = response.body.getReader();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      chunks.push(value);
-      length += value.length;
-      if (!told && length >= headLength) {
-        told = true;
-        // A character cut at the end decodes to U+FFFD: the head is for looking, not keeping.
-        onHead(utf8.decode(joinBytes(chunks, length).subarray(0, headLength)));
-      }
-    }
-  }
-  const text = utf8.decode(joinBytes(chunks, length));
-  if (!told) onHead(text);
-  return text;
-}
-
-/** Joins `length` bytes of chunks into one array, which then stands for them in `chunks`. */
-function joinBytes(chunks: Uint8Array[], length: number): Uint8Array {
-  if (chunks.length === 1) return chunks[0];
-  const joined = new Uint8Array(length);
-  let at = 0;
-  for (const chunk of chunks) {
-    joined.set(chunk, at);
-    at += chunk.length;
-  }
-  chunks.length = 0;
-  chunks.push(joined);
-  return joined;
-}
-
 /** Default request timeout: generous for a list of thousands of objects, finite for a hang. */
 const DEFAULT_TIMEOUT_MS = 60_000;
 /** The deadlines of every client's requests, on one timer. */
@@ -445,30 +389,12 @@ export class RestClient {
     }
   }
 
-  /**
-   * Sends a request and returns the answer as text (for `/healthz`, logs, list pages, …).
-   * With `onHead`, the answer's beginning is handed over as soon as it is in, while the rest is
-   * still on its way: an informer asks for a list's next page from the continue token at its
-   * head.
-   *
-   * @example Act on the head of a long answer
-   * ```ts
-   * import { loadConfig, RestClient } from "@rudder/operator/kube";
-   *
-   * const rest = new RestClient(await loadConfig());
-   * const text = await rest.requestText(
-   *   { path: "/api/v1/configmaps", accept: "application/json", query: { limit: 500 } },
-   *   { onHead: (head) => console.log(head.slice(0, 80)) },
-   * );
-   * console.log(text.length);
-   * ```
-   */
-  async requestText(request: RestRequest, options: RequestTextOptions = {}): Promise<string> {
-    const { onHead, headLength = DEFAULT_HEAD_LENGTH } = options;
+  /** Sends a request and returns the answer as text (for `/healthz`, logs, …). */
+  async requestText(request: RestRequest): Promise<string> {
     return await this.#exchange(
       { accept: "text/plain, */*", ...request },
       request.timeout ?? this.#timeout,
-      onHead ? (response) => readText(response, onHead, headLength) : (response) => response.text(),
+      (response) => response.text(),
     );
   }
 

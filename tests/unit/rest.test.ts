@@ -102,52 +102,6 @@ describe("RestClient", () => {
     assert.equal(headers["X-Extra"], "1");
   });
 
-  it("hands the head of a text answer over before the rest has come", TIMEOUT, async () => {
-    const encoder = new TextEncoder();
-    let body!: ReadableStreamDefaultController<Uint8Array>;
-    const { transport } = fakeTransport(() =>
-      new Response(new ReadableStream<Uint8Array>({ start: (c) => void (body = c) }))
-    );
-    const rest = new RestClient(config, { transport });
-    const heads: string[] = [];
-    const text = rest.requestText({ path: "/big" }, {
-      onHead: (head) => heads.push(head),
-      headLength: 8,
-    });
-    await new Promise((resolve) => setTimeout(resolve, 10));
-    body.enqueue(encoder.encode("abc"));
-    body.enqueue(encoder.encode("defg"));
-    await new Promise((resolve) => setTimeout(resolve, 10));
-    assert.deepEqual(heads, [], "7 bytes are not a head of 8");
-    // "é" is two bytes: the head ends in the middle of it.
-    body.enqueue(encoder.encode("é and more"));
-    await new Promise((resolve) => setTimeout(resolve, 10));
-    assert.deepEqual(heads, ["abcdefg\ufffd"], "before the answer ends");
-    body.enqueue(encoder.encode(" and the end"));
-    body.close();
-    assert.equal(await text, "abcdefgé and more and the end");
-    assert.equal(heads.length, 1, "once");
-
-    const short = fakeTransport(() => new Response("short"));
-    const told: string[] = [];
-    const shortText = await new RestClient(config, { transport: short.transport }).requestText(
-      { path: "/small" },
-      { onHead: (head) => told.push(head) },
-    );
-    assert.equal(shortText, "short");
-    assert.deepEqual(told, ["short"], "a shorter answer is its own head");
-
-    const failing = fakeTransport(() => new Response("no", { status: 403 }));
-    const never: string[] = [];
-    await assert.rejects(
-      new RestClient(config, { transport: failing.transport }).requestText({ path: "/x" }, {
-        onHead: (head) => never.push(head),
-      }),
-      ApiError,
-    );
-    assert.deepEqual(never, [], "no head of a refusal");
-  });
-
   it("sends string bodies as they are with the given content type", TIMEOUT, async () => {
     const { transport, seen } = fakeTransport(() => new Response(null, { status: 204 }));
     const rest = new RestClient(config, { transport });

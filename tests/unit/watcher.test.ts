@@ -16,7 +16,7 @@ import {
   type WatcherEvent,
 } from "../../lib/cache/watcher.ts";
 import { ApiError } from "../../lib/kube/errors.ts";
-import type { RequestTextOptions, RestClient, RestRequest } from "../../lib/kube/rest.ts";
+import type { RestClient, RestRequest } from "../../lib/kube/rest.ts";
 import { informersReady } from "../../lib/healthz/healthz.ts";
 import { NAMESPACE } from "../support/fake_watch_server.ts";
 import { eventually } from "../support/eventually.ts";
@@ -122,41 +122,6 @@ describe("continueTokenAhead", T, () => {
 });
 
 describe("paged lists read ahead", T, () => {
-  it("asks for the next page as soon as this one's head is in", T, async () => {
-    const asked: (string | undefined)[] = [];
-    let finishFirst!: (text: string) => void;
-    const stop = new AbortController();
-    const head = '{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"continue":"2"},"items":[';
-    const rest = {
-      requestText(request: RestRequest, options?: RequestTextOptions): Promise<string> {
-        const token = request.query?.continue as string | undefined;
-        asked.push(token);
-        if (token === undefined) {
-          options?.onHead?.(head);
-          return new Promise((resolve) => (finishFirst = resolve));
-        }
-        return Promise.resolve(
-          '{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"9"},' +
-            `"items":[${JSON.stringify(cm("b", "8"))}]}`,
-        );
-      },
-    } as unknown as RestClient;
-    const events = watcher(rest, ConfigMap, { namespace: NAMESPACE, signal: stop.signal })[
-      Symbol.asyncIterator
-    ]();
-    assert.equal(summary((await events.next()).value as WatcherEvent<CM>), "Init");
-    const first = events.next();
-    await eventually("the second page is asked for", () => asked.length === 2);
-    assert.deepEqual(asked, [undefined, "2"], "while the first page's items are still coming");
-    finishFirst(`${head}${JSON.stringify(cm("a", "7"))}]}`);
-    const seen = [summary((await first).value as WatcherEvent<CM>)];
-    for (let i = 0; i < 2; i++) seen.push(summary((await events.next()).value as WatcherEvent<CM>));
-    assert.deepEqual(seen, ["InitApply a 1", "InitApply b 1", "InitDone"]);
-    assert.deepEqual(asked, [undefined, "2"], "each page once");
-    stop.abort();
-    await events.return?.(undefined);
-  });
-
   it("asks for the next page from the head of this one, before parsing it", T, async () => {
     const asked: { token: unknown; signal: AbortSignal | undefined }[] = [];
     const stop = new AbortController();
