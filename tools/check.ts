@@ -30,6 +30,7 @@ const CHECKED = [
   "bench/profile.ts",
   "bench/readme.ts",
   "bench/watch_decode.ts",
+  "bench/list_replace.ts",
   "bench/relist.ts",
   "bench/contenders/",
   "bench/peers/floor.ts",
