@@ -57,6 +57,12 @@ function pod(
 
 const byNode: IndexFunc<Pod> = (p) => p.spec?.nodeName ? [p.spec.nodeName] : [];
 
+/** Indexes by phase; throws on the phase "Bad", for the atomicity tests. */
+const byPhaseUnlessBad: IndexFunc<Pod> = (p) => {
+  if (p.status?.phase === "Bad") throw new Error("index failed");
+  return p.status?.phase ? [p.status.phase] : [];
+};
+
 function names(objs: readonly { readonly metadata?: { readonly name?: string } }[]): string[] {
   return objs.map((o) => o.metadata?.name ?? "").sort();
 }
@@ -361,12 +367,7 @@ describe("Store: indexes", () => {
 
   it("leaves the store unchanged when an index function throws on upsert", () => {
     const store = new Store<Pod>({
-      indexers: {
-        phase: (p) => {
-          if (p.status?.phase === "Bad") throw new Error("index failed");
-          return p.status?.phase ? [p.status.phase] : [];
-        },
-      },
+      indexers: { phase: byPhaseUnlessBad },
     });
     const a = store.upsert(pod("ns", "a", { phase: "Running" })).stored;
     assert.throws(() => store.upsert(pod("ns", "a", { phase: "Bad" })), /index failed/);
@@ -666,12 +667,7 @@ describe("Store: replace", () => {
         if (p.metadata?.name === "bad-transform") throw new Error("transform failed");
         return p;
       },
-      indexers: {
-        phase: (p) => {
-          if (p.status?.phase === "Bad") throw new Error("index failed");
-          return p.status?.phase ? [p.status.phase] : [];
-        },
-      },
+      indexers: { phase: byPhaseUnlessBad },
     });
     const a = store.upsert(pod("ns", "a", { phase: "Running" })).stored;
     const b = store.upsert(pod("ns", "b", { phase: "Running" })).stored;
@@ -766,12 +762,7 @@ describe("Store: replace one object at a time", () => {
 
   it("fails at add, leaving the store as it was, and is used up by its commit", () => {
     const store = new Store<Pod>({
-      indexers: {
-        phase: (p) => {
-          if (p.status?.phase === "Bad") throw new Error("index failed");
-          return p.status?.phase ? [p.status.phase] : [];
-        },
-      },
+      indexers: { phase: byPhaseUnlessBad },
     });
     const a = store.upsert(pod("ns", "a", { phase: "Running" })).stored;
     const failing = store.beginReplace();
