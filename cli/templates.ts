@@ -936,7 +936,7 @@ ${
 `,
     `/** Registers the ${kind} webhooks with the manager's webhook server. */
 export function setup${kind}Webhook(mgr: Manager): void {
-  newWebhookManagedBy(mgr).for(${kind})`,
+  newWebhookManagedBy(mgr, ${kind})`,
     parts.defaulting && `    .withDefaulter(default${kind})`,
     parts.validation && "    .withValidator({",
     parts.validation && arrow(`      validateCreate: (${lower}) =>`, `validate${kind}(${lower}),`),

@@ -2,7 +2,7 @@
  * The webhook builder, like controller-runtime's `builder.WebhookManagedBy`:
  *
  * ```ts ignore
- * newWebhookManagedBy(mgr).for(Example)
+ * newWebhookManagedBy(mgr, Example)
  *   .withDefaulter((example) => { example.spec.replicas ??= 1; })
  *   .withValidator({ validateCreate: (example) => check(example) })
  *   .complete();
@@ -186,7 +186,7 @@ function withSchema<T>(
 /** Collects a kind's webhooks; see {@linkcode newWebhookManagedBy}. */
 export class WebhookBuilder<T extends KubeObject = KubeObject> {
   readonly #host: WebhookHost;
-  #for: ResourceType<T> | undefined;
+  readonly #for: ResourceType<T>;
   #defaulter: Defaulter<T> | undefined;
   #validator: Validator<T> | undefined;
   #conversions: { spoke: ResourceType<KubeObject>; conversion: SpokeConversion<T, KubeObject> }[] =
@@ -195,16 +195,9 @@ export class WebhookBuilder<T extends KubeObject = KubeObject> {
   #completed = false;
 
   /** Use {@linkcode newWebhookManagedBy}. */
-  constructor(host: WebhookHost) {
+  constructor(host: WebhookHost, type: ResourceType<T>) {
     this.#host = host;
-  }
-
-  /** The kind the webhooks admit (and the hub of its conversions). Once only. */
-  for<U extends KubeObject>(type: ResourceType<U>): WebhookBuilder<U> {
-    if (this.#for) throw new Error(`for() was already called with ${this.#for.kind}`);
-    const self = this as unknown as WebhookBuilder<U>;
-    self.#for = type;
-    return self;
+    this.#for = type;
   }
 
   /** Sets defaults on a copy of each object created or updated; see {@linkcode Defaulter}. */
@@ -249,7 +242,6 @@ export class WebhookBuilder<T extends KubeObject = KubeObject> {
   complete(): void {
     if (this.#completed) throw new Error("complete() was already called");
     const type = this.#for;
-    if (!type) throw new Error("newWebhookManagedBy needs for(type)");
     if (
       !this.#defaulter && !this.#validator && !this.#schemaValidation &&
       this.#conversions.length === 0
@@ -297,7 +289,9 @@ export class WebhookBuilder<T extends KubeObject = KubeObject> {
 }
 
 /**
- * Starts a builder of webhooks registered on `host` (a Manager).
+ * Starts a builder of the webhooks of `type` (the kind they admit, and the hub of its
+ * conversions), registered on `host` (a Manager), as controller-runtime's
+ * `builder.WebhookManagedBy(mgr, obj)`.
  *
  * @example
  * ```ts ignore
@@ -306,7 +300,7 @@ export class WebhookBuilder<T extends KubeObject = KubeObject> {
  * import { Example } from "./api/example.ts";
  *
  * const mgr = new Manager();
- * newWebhookManagedBy(mgr).for(Example)
+ * newWebhookManagedBy(mgr, Example)
  *   .withDefaulter((example) => {
  *     example.spec.replicas ??= 1;
  *   })
@@ -320,6 +314,9 @@ export class WebhookBuilder<T extends KubeObject = KubeObject> {
  *   .complete();
  * ```
  */
-export function newWebhookManagedBy(host: WebhookHost): WebhookBuilder {
-  return new WebhookBuilder(host);
+export function newWebhookManagedBy<T extends KubeObject>(
+  host: WebhookHost,
+  type: ResourceType<T>,
+): WebhookBuilder<T> {
+  return new WebhookBuilder(host, type);
 }

@@ -19,7 +19,7 @@
  * });
  *
  * const mgr = new Manager({ webhookServer: { port: 9443, certDir: "/tmp/serving-certs" } });
- * newWebhookManagedBy(mgr).for(Example)
+ * newWebhookManagedBy(mgr, Example)
  *   .withDefaulter((example) => {
  *     example.spec.replicas ??= 1;
  *   })

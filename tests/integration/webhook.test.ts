@@ -120,7 +120,7 @@ before(async () => {
       metricsRegistry: registry,
     },
   });
-  newWebhookManagedBy(mgr).for(Widget)
+  newWebhookManagedBy(mgr, Widget)
     .withSchemaValidation()
     .withDefaulter((w) => {
       w.spec.replicas ??= 1;

@@ -92,7 +92,7 @@ before(async () => {
     webhookServer: { host: "127.0.0.1", port, certDir, certPollInterval: 100 },
     webhookCertificates: rotation,
   });
-  newWebhookManagedBy(mgr).for(Gizmo).withConversion(GizmoV2, {
+  newWebhookManagedBy(mgr, Gizmo).withConversion(GizmoV2, {
     convertTo: (v2) => ({ spec: { size: v2.spec.count } }),
     convertFrom: (v1) => ({ spec: { count: v1.spec.size } }),
   }).complete();

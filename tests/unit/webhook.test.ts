@@ -573,7 +573,7 @@ describe("ConversionReview", () => {
 describe("newWebhookManagedBy", () => {
   it("registers the mutating and validating paths with what they admit", T, () => {
     const server = new WebhookServer();
-    newWebhookManagedBy({ getWebhookServer: () => server }).for(Widget)
+    newWebhookManagedBy({ getWebhookServer: () => server }, Widget)
       .withDefaulter((w) => void (w.spec.size ??= 1))
       .withValidator({ validateCreate: () => {}, validateDelete: () => {} })
       .complete();
@@ -596,14 +596,14 @@ describe("newWebhookManagedBy", () => {
 
   it("sends DELETE only to a validator that checks deletes", T, () => {
     const server = new WebhookServer();
-    newWebhookManagedBy({ getWebhookServer: () => server }).for(Widget)
+    newWebhookManagedBy({ getWebhookServer: () => server }, Widget)
       .withValidator({ validateCreate: () => {} }).complete();
     assert.deepEqual(server.webhooks()[0].operations, ["CREATE", "UPDATE"]);
   });
 
   it("serves /convert once conversions are registered", T, () => {
     const server = new WebhookServer();
-    newWebhookManagedBy({ getWebhookServer: () => server }).for(Gadget)
+    newWebhookManagedBy({ getWebhookServer: () => server }, Gadget)
       .withConversion(GadgetV2, {
         convertTo: (v2) => ({ ...v2, apiVersion: "convert.example.com/v1", spec: { size: 1 } }),
         convertFrom: (v1) => ({
@@ -617,14 +617,13 @@ describe("newWebhookManagedBy", () => {
     assert.equal(server.conversions.size, 1);
   });
 
-  it("refuses a builder without a kind, without webhooks, or a path twice", T, () => {
+  it("refuses a builder without webhooks, or a path twice", T, () => {
     const server = new WebhookServer();
     const host = { getWebhookServer: () => server };
-    assert.throws(() => newWebhookManagedBy(host).complete(), /needs for\(type\)/);
-    assert.throws(() => newWebhookManagedBy(host).for(Widget).complete(), /withDefaulter/);
-    newWebhookManagedBy(host).for(Widget).withDefaulter(() => {}).complete();
+    assert.throws(() => newWebhookManagedBy(host, Widget).complete(), /withDefaulter/);
+    newWebhookManagedBy(host, Widget).withDefaulter(() => {}).complete();
     assert.throws(
-      () => newWebhookManagedBy(host).for(Widget).withDefaulter(() => {}).complete(),
+      () => newWebhookManagedBy(host, Widget).withDefaulter(() => {}).complete(),
       /already registered/,
     );
   });
@@ -633,7 +632,7 @@ describe("newWebhookManagedBy", () => {
 describe("webhookConfigurations", () => {
   it("derives kubebuilder's configurations from the registrations", T, () => {
     const server = new WebhookServer();
-    newWebhookManagedBy({ getWebhookServer: () => server }).for(Widget)
+    newWebhookManagedBy({ getWebhookServer: () => server }, Widget)
       .withDefaulter(() => {}).withValidator({ validateCreate: () => {} }).complete();
     const { mutating, validating } = webhookConfigurations(server.webhooks(), {
       name: "widgets",
@@ -725,7 +724,7 @@ describe("withSchemaValidation", () => {
     async () => {
       const server = new WebhookServer();
       const seen: number[] = [];
-      newWebhookManagedBy({ getWebhookServer: () => server }).for(Bounded)
+      newWebhookManagedBy({ getWebhookServer: () => server }, Bounded)
         .withSchemaValidation()
         .withValidator({ validateCreate: (b) => void seen.push(b.spec.max) })
         .complete();
@@ -755,9 +754,10 @@ describe("withSchemaValidation", () => {
     const server = new WebhookServer();
     assert.throws(
       () =>
-        newWebhookManagedBy({ getWebhookServer: () => server })
-          .for({ ...Widget, parse: undefined, safeParse: undefined } as never)
-          .withSchemaValidation().complete(),
+        newWebhookManagedBy(
+          { getWebhookServer: () => server },
+          { ...Widget, parse: undefined, safeParse: undefined } as never,
+        ).withSchemaValidation().complete(),
       /needs a kind made by defineResource/,
     );
   });

@@ -32,7 +32,7 @@ const Thing = defineResource({
 });
 
 function setup(mgr: Manager): void {
-  newWebhookManagedBy(mgr).for(Thing)
+  newWebhookManagedBy(mgr, Thing)
     .withDefaulter(() => {})
     .withValidator({ validateCreate: () => {}, validateDelete: () => {} })
     .withConversion(ThingV2, {

@@ -27,7 +27,7 @@ export function validateReplicas(example: Example): string[] {
 
 /** Registers the Example webhooks with the manager's webhook server. */
 export function setupExampleWebhook(mgr: Manager): void {
-  newWebhookManagedBy(mgr).for(Example)
+  newWebhookManagedBy(mgr, Example)
     .withDefaulter((example) => {
       example.spec.replicas ??= 1;
     })

@@ -40,7 +40,7 @@ export function validateWebsite(site: Website): string[] {
 
 /** Registers the Website webhooks with the manager's webhook server. */
 export function setupWebsiteWebhook(mgr: Manager): void {
-  newWebhookManagedBy(mgr).for(Website)
+  newWebhookManagedBy(mgr, Website)
     .withDefaulter(defaultWebsite)
     .withValidator({
       validateCreate: (site) => validateWebsite(site),
