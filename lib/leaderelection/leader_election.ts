@@ -29,6 +29,7 @@ import { type Clock, realClock } from "../util/clock.ts";
 import { isConflict, isNotFound } from "../kube/errors.ts";
 import { abortable } from "../util/abort.ts";
 import { jsonClone, jsonEqual } from "../util/json.ts";
+import type { Runnable } from "../util/runnable.ts";
 
 const logger = getLogger(["rudder", "manager", "leader-election"]);
 
@@ -233,7 +234,7 @@ function deadlineSignal(clock: Clock, ms: number, parent: AbortSignal) {
  * await running; // rejects with LeaderElectionLostError if the lease was lost
  * ```
  */
-export class LeaderElector {
+export class LeaderElector implements Runnable {
   /** This candidate's `holderIdentity`. */
   readonly identity: string;
 
@@ -364,6 +365,24 @@ export class LeaderElector {
       // A no-op once elected: rejects only when run() ends without ever leading.
       this.#rejectElected(signal.reason ?? new Error("leader election stopped"));
     }
+  }
+
+  /** A Manager's runnable: {@linkcode LeaderElector.run}. */
+  start(signal: AbortSignal): Promise<void> {
+    return this.run(signal);
+  }
+
+  /** Runs on every replica: it is what elects the leader. */
+  needLeaderElection(): boolean {
+    return false;
+  }
+
+  /**
+   * Resolves once this elector leads, so that a Manager starts its leader runnables then;
+   * rejects when `signal` aborts first or the election stops before this elector ever led.
+   */
+  ready(signal: AbortSignal): Promise<void> {
+    return abortable(this.#elected, signal);
   }
 
   /**

@@ -27,6 +27,7 @@ import {
 import type { Client } from "../client/client.ts";
 import type { Runnable } from "../util/runnable.ts";
 import { isAlreadyExists, isConflict, isNotFound } from "../kube/errors.ts";
+import { abortable, sleep } from "../util/abort.ts";
 import { certificateNotAfter, generateServingCertificates } from "./certificates.ts";
 
 const DAY_MS = 24 * 3600_000;
@@ -86,7 +87,8 @@ function decode(data: Record<string, string> | undefined): SecretData | undefine
 /**
  * Keeps the webhook serving certificate in a Secret, the certificate directory and the
  * `caBundle`s; see the module doc. A runnable of every replica (`needLeaderElection()` is
- * false); `ensure()` once before the webhook server starts.
+ * false) that the Manager starts before the webhook server, which it lets start once the
+ * certificate is written (`ready`).
  *
  * @example
  * ```ts ignore
@@ -100,13 +102,16 @@ function decode(data: Record<string, string> | undefined): SecretData | undefine
  *   certDir: "/tmp/k8s-webhook-server/serving-certs",
  *   validatingWebhookConfigurations: ["example-validating-webhook-configuration"],
  * });
- * await rotator.ensure();
- * mgr.add(rotator);
+ * mgr.add(rotator); // in the webhooks group, before the webhook server
+ * ```
+ *
+ * The Manager makes and adds one itself when given `webhookCertificates`.
  * ```
  */
 export class CertificateRotator implements Runnable {
   readonly #options: CertificateRotatorOptions;
   #written: string | undefined;
+  readonly #ensured = Promise.withResolvers<void>();
 
   /** Creates a rotator; nothing happens until `ensure()` or `start()`. */
   constructor(options: CertificateRotatorOptions) {
@@ -118,10 +123,18 @@ export class CertificateRotator implements Runnable {
     return false;
   }
 
-  /** Checks every `checkInterval` until `signal` aborts; a failed check is logged and retried. */
+  /**
+   * Checks once — a failure rejects, since the webhook server cannot start without its
+   * certificate — then every `checkInterval` until `signal` aborts, a failed check logged and
+   * retried.
+   */
   async start(signal: AbortSignal): Promise<void> {
     const interval = this.#options.checkInterval ?? DEFAULT_CERT_CHECK_INTERVAL_MS;
+    await this.ensure();
+    this.#ensured.resolve();
     while (!signal.aborted) {
+      await sleep(interval, signal).catch(() => {});
+      if (signal.aborted) break;
       try {
         await this.ensure();
       } catch (err) {
@@ -129,14 +142,12 @@ export class CertificateRotator implements Runnable {
           error: (err as Error).message,
         });
       }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, interval);
-        signal.addEventListener("abort", () => {
-          clearTimeout(timer);
-          resolve();
-        }, { once: true });
-      });
     }
+  }
+
+  /** Resolves once `start` has written the certificate: the webhook server can start then. */
+  ready(signal: AbortSignal): Promise<void> {
+    return abortable(this.#ensured.promise, signal);
   }
 
   /**
