@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { X509Certificate } from "node:crypto";
 import { Secret, ValidatingWebhookConfiguration } from "../../lib/api/builtins.ts";
 import { FakeClient } from "../../lib/testing/fake_client.ts";
+import { newInterceptedClient } from "../../lib/client/interceptor.ts";
 import {
   certificateNotAfter,
   generateServingCertificates,
@@ -176,6 +177,36 @@ describe("CertificateRotator", () => {
       done();
     }
   });
+
+  it(
+    "as a runnable: is ready once the files are written, and its start fails when the first check does",
+    T,
+    async () => {
+      const { certDir, options, done } = setup();
+      try {
+        const rotator = new CertificateRotator(options);
+        const stop = new AbortController();
+        const running = rotator.start(stop.signal);
+        await rotator.ready(stop.signal);
+        assert.match(readFileSync(join(certDir, "tls.crt"), "utf8"), /BEGIN CERTIFICATE/);
+        stop.abort();
+        await running;
+
+        const failing = new CertificateRotator({
+          ...options,
+          client: new FakeClient({ objects: [] }),
+          namespace: "",
+        });
+        const waiting = new AbortController();
+        const ready = failing.ready(waiting.signal);
+        await assert.rejects(failing.start(new AbortController().signal));
+        waiting.abort();
+        await assert.rejects(ready, "never ready after a failed start");
+      } finally {
+        done();
+      }
+    },
+  );
 });
 
 describe("webhookCertificatesFromEnv", () => {
