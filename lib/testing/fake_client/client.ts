@@ -59,6 +59,7 @@ import {
   getPath,
   metadataOf,
   setPath,
+  stringAt,
   toJsonObject,
 } from "./objects.ts";
 import { applyPatch } from "./patches.ts";
@@ -377,8 +378,8 @@ export class FakeClient implements Client {
     where: Where,
   ): JsonObject {
     const meta = metadataOf(config);
-    const name = meta.name as string;
-    const key = this.#store.key(type, meta.namespace as string | undefined, name);
+    const name = String(meta.name);
+    const key = this.#store.key(type, stringAt(meta, "namespace"), name);
     const entry = this.#store.bucket(type).get(key);
     if (!entry) {
       if (subresource === "status") throw notFound(type, name, where);

@@ -31,9 +31,9 @@ function jsonPathToPath(jsonPath: unknown): string[] | undefined {
 export function servedKinds(crd: JsonObject): ServedKind[] {
   const spec = isJsonObject(crd.spec) ? crd.spec : {};
   const names = isJsonObject(spec.names) ? spec.names : {};
-  const kind = names.kind;
+  const { kind, plural } = names;
   const group = spec.group;
-  if (typeof kind !== "string" || typeof group !== "string" || typeof names.plural !== "string") {
+  if (typeof kind !== "string" || typeof group !== "string" || typeof plural !== "string") {
     return [];
   }
   const versions = Array.isArray(spec.versions) ? spec.versions.filter(isJsonObject) : [];
@@ -46,7 +46,7 @@ export function servedKinds(crd: JsonObject): ServedKind[] {
         group,
         version: String(version.name),
         kind,
-        plural: names.plural as string,
+        plural,
         listKind: typeof names.listKind === "string" ? names.listKind : undefined,
         scope: spec.scope === "Cluster" ? "Cluster" : "Namespaced",
         subresources: [

@@ -31,7 +31,7 @@ const webhooks = (obj: JsonObject): unknown => obj.webhooks;
  * ReplicaSets. Other built-in kinds (ConfigMap, Secret, Service, …) have no generation.
  */
 const GENERATION_INPUTS: Record<string, (obj: JsonObject) => unknown> = {
-  "apps/v1/Deployment": (obj) => [obj.spec, (obj.metadata as JsonObject | undefined)?.annotations],
+  "apps/v1/Deployment": (obj) => [obj.spec, getPath(obj, ["metadata", "annotations"])],
   "apps/v1/StatefulSet": spec,
   "apps/v1/DaemonSet": spec,
   "apps/v1/ReplicaSet": spec,
@@ -89,8 +89,8 @@ const BUILTIN_SELECTABLE_FIELDS: Record<string, string[]> = {
 
 /** Field values that are not found at their own path. */
 const FIELD_VALUES: Record<string, (obj: JsonObject) => unknown> = {
-  "v1/Event source": (obj) => (obj.source as JsonObject | undefined)?.component,
-  "v1/Pod spec.hostNetwork": (obj) => (obj.spec as JsonObject | undefined)?.hostNetwork ?? false,
+  "v1/Event source": (obj) => getPath(obj, ["source", "component"]),
+  "v1/Pod spec.hostNetwork": (obj) => getPath(obj, ["spec", "hostNetwork"]) ?? false,
   "v1/Secret type": (obj) => obj.type ?? "Opaque",
 };
 

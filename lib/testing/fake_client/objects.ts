@@ -39,6 +39,17 @@ export function metadataOf(obj: JsonObject): JsonObject {
   return metadata;
 }
 
+/** The string at `key` of `obj`, or `undefined` when it holds no string. */
+export function stringAt(obj: JsonObject, key: string): string | undefined {
+  const value = obj[key];
+  return typeof value === "string" ? value : undefined;
+}
+
+/** The strings of a JSON list, e.g. `metadata.finalizers`; none when it is not a list. */
+export function stringsAt(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((item) => typeof item === "string") : [];
+}
+
 /** `Kind namespace/name` for the errors the real client throws before sending anything. */
 export function describeObject(obj: KubeObject | DeepReadonly<KubeObject>): string {
   const name = obj.metadata?.name ?? obj.metadata?.generateName ?? "(no name)";

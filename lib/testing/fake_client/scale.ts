@@ -10,7 +10,7 @@ import type { LabelSelectorObject } from "../../client/options.ts";
 import { parseLabelSelector } from "../../cache/selector.ts";
 import { isJsonObject, jsonClone, type JsonObject } from "../../util/json.ts";
 import { apiError, type Where } from "./errors.ts";
-import { getPath, type Path } from "./objects.ts";
+import { getPath, metadataOf, type Path } from "./objects.ts";
 
 /** Where the `scale` subresource finds replicas and the selector. */
 export interface ScalePaths {
@@ -62,7 +62,7 @@ export function scaleOf(
   obj: JsonObject,
   where: Where,
 ): JsonObject {
-  const meta = obj.metadata as JsonObject;
+  const meta = metadataOf(obj);
   let replicas = getPath(obj, paths.specReplicas) ?? paths.defaultReplicas;
   if (replicas === undefined) {
     throw apiError(

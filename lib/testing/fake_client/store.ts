@@ -44,7 +44,7 @@ import {
   STATUS_KEEPS_LABELS,
 } from "./kinds.ts";
 import { labelCauses, nameProblems } from "./names.ts";
-import { getPath, metadataOf, type Path, timestamp } from "./objects.ts";
+import { metadataOf, type Path, stringAt, stringsAt, timestamp } from "./objects.ts";
 
 const GENERATE_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789";
 const MAX_GENERATE_NAME_PREFIX = 58;
@@ -141,7 +141,7 @@ export class ObjectStore {
         `initial object ${described}: a namespace is required, ${type.kind} is namespaced`,
       );
     }
-    const key = this.key(type, meta.namespace as string | undefined, name);
+    const key = this.key(type, stringAt(meta, "namespace"), name);
     const bucket = this.bucket(type);
     if (bucket.has(key)) throw new Error(`initial object ${described} is given twice`);
     delete meta.managedFields;
@@ -179,13 +179,15 @@ export class ObjectStore {
     const subject = { kind: type.kind, group: type.group };
     if (!meta.name && typeof meta.generateName === "string" && meta.generateName) {
       const prefix = meta.generateName.slice(0, MAX_GENERATE_NAME_PREFIX);
+      let generated: string;
       do {
         let suffix = "";
         for (let i = 0; i < 5; i++) {
           suffix += GENERATE_NAME_CHARS[Math.floor(Math.random() * GENERATE_NAME_CHARS.length)];
         }
-        meta.name = prefix + suffix;
-      } while (bucket.has(this.key(type, meta.namespace as string, meta.name as string)));
+        generated = prefix + suffix;
+      } while (bucket.has(this.key(type, stringAt(meta, "namespace"), generated)));
+      meta.name = generated;
     }
     const name = typeof meta.name === "string" ? meta.name : "";
     if (!name) {
@@ -201,7 +203,7 @@ export class ObjectStore {
       ...labelCauses(meta.labels),
     ];
     if (causes.length > 0) throw invalid(subject, name, causes, where);
-    const key = this.key(type, meta.namespace as string | undefined, name);
+    const key = this.key(type, stringAt(meta, "namespace"), name);
     if (bucket.has(key)) throw alreadyExists(type, name, where);
 
     for (const field of SYSTEM_METADATA) {
@@ -233,7 +235,7 @@ export class ObjectStore {
     subresource: "" | "status",
   ): JsonObject {
     const before = entry.object;
-    const beforeMeta = before.metadata as JsonObject;
+    const beforeMeta = metadataOf(before);
     let next = jsonClone(incoming);
     if (subresource === "status" && !isBuiltin(type)) {
       // A custom resource's status write changes its status and nothing else.
@@ -274,8 +276,8 @@ export class ObjectStore {
     where: Where,
   ): void {
     const meta = isJsonObject(incoming.metadata) ? incoming.metadata : {};
-    const stored = entry.object.metadata as JsonObject;
-    const name = stored.name as string;
+    const stored = metadataOf(entry.object);
+    const name = String(stored.name);
     if (meta.name !== undefined && meta.name !== name) {
       throw badRequest(
         `the name of the object (${meta.name}) does not match the name on the URL (${name})`,
@@ -314,14 +316,12 @@ export class ObjectStore {
     where: Where,
   ): JsonObject {
     const before = entry.object;
-    const meta = next.metadata as JsonObject;
-    const name = meta.name as string;
+    const meta = metadataOf(next);
+    const name = String(meta.name);
     const causes = labelCauses(meta.labels);
-    if (before.metadata && (before.metadata as JsonObject).deletionTimestamp) {
-      const had = new Set(
-        getPath(before, ["metadata", "finalizers"]) as string[] | undefined ?? [],
-      );
-      const added = ((meta.finalizers as string[] | undefined) ?? []).filter((f) => !had.has(f));
+    if (metadataOf(before).deletionTimestamp) {
+      const had = new Set(stringsAt(metadataOf(before).finalizers));
+      const added = stringsAt(meta.finalizers).filter((f) => !had.has(f));
       if (added.length > 0) {
         causes.push(forbidden(
           "metadata.finalizers",
@@ -329,7 +329,7 @@ export class ObjectStore {
             `[]string{${added.map((f) => JSON.stringify(f)).join(", ")}}`,
         ));
       }
-      if (causes.length === 0 && !(meta.finalizers as unknown[] | undefined)?.length) {
+      if (causes.length === 0 && !(Array.isArray(meta.finalizers) && meta.finalizers.length)) {
         if (!dryRun) this.remove(type, key);
         return jsonClone(next);
       }
@@ -372,7 +372,7 @@ export class ObjectStore {
   ): void {
     const entry = this.bucket(type).get(key);
     if (!entry) throw notFound(type, name, where);
-    const meta = entry.object.metadata as JsonObject;
+    const meta = metadataOf(entry.object);
     const { uid, resourceVersion } = options.preconditions ?? {};
     const subject = type.group ? `${type.kind}.${type.group}` : type.kind;
     const details = { name, ...(type.group ? { group: type.group } : {}), kind: type.kind };
@@ -397,14 +397,13 @@ export class ObjectStore {
         details,
       );
     }
-    const finalizers = meta.finalizers as string[] | undefined;
-    if (!finalizers?.length) {
+    if (!Array.isArray(meta.finalizers) || meta.finalizers.length === 0) {
       if (!options.dryRun) this.remove(type, key);
       return;
     }
     if (meta.deletionTimestamp || options.dryRun) return;
     const next = jsonClone(entry.object);
-    const nextMeta = next.metadata as JsonObject;
+    const nextMeta = metadataOf(next);
     nextMeta.deletionTimestamp = this.#now();
     nextMeta.deletionGracePeriodSeconds = 0;
     if (typeof nextMeta.generation === "number" && nextMeta.generation > 0) nextMeta.generation++;
