@@ -7,32 +7,24 @@
  * the test process exits without stopping, and a watchdog process kills them and removes the
  * temporary directory when the test process is killed outright.
  *
+ * This file is the environment itself (start, stop, users, kubeconfig); its parts are
+ * `envtest_process.ts` (the processes, ports, watchdog and timeouts), `envtest_crds.ts`
+ * (reading and installing CRDs), `certs.ts` and `webhook_install.ts`.
+ *
  * @module
  */
 
 import { type ChildProcess, spawn } from "node:child_process";
-import {
-  closeSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from "node:fs";
-import { createServer } from "node:net";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { extname, join } from "node:path";
+import { join } from "node:path";
 import process from "node:process";
-import { parseAllDocuments, stringify } from "yaml";
+import { stringify } from "yaml";
 import type {
   MutatingWebhookConfiguration,
   ValidatingWebhookConfiguration,
 } from "../api/builtins.ts";
 import type { AuthProvider, KubeConfig } from "../kube/config/types.ts";
-import { ApiError, isAlreadyExists, isNotFound } from "../kube/errors.ts";
 import { RestClient } from "../kube/rest.ts";
 import { sleep } from "../util/abort.ts";
 import { findControlPlaneBinaries } from "./assets.ts";
@@ -49,23 +41,33 @@ import {
   createCertificateAuthority,
   generateSigningKeyPair,
 } from "./certs.ts";
+import {
+  crdObject,
+  type CRDSource,
+  DEFAULT_CRD_TIMEOUT_MS,
+  installCRDs,
+  readCRDFiles,
+} from "./envtest_crds.ts";
+import {
+  ControlPlaneProcess,
+  defaultStartTimeout,
+  defaultStopTimeout,
+  flagArgs,
+  freePort,
+  PORT_ATTEMPTS,
+  PROBE_TIMEOUT_MS,
+  type ProcessFlags,
+  WATCHDOG_SCRIPT,
+} from "./envtest_process.ts";
 
-/** A CustomResourceDefinition object as the API accepts it (apiextensions.k8s.io/v1). */
-export type CustomResourceDefinitionObject = Record<string, unknown> & {
-  apiVersion?: string;
-  kind?: string;
-  metadata?: { name?: string; [key: string]: unknown };
-  spec?: Record<string, unknown>;
-};
-
-/** Anything that can give a CRD: a plain object, or a resource type with a `crd()` method. */
-export type CRDSource = CustomResourceDefinitionObject | { crd(): CustomResourceDefinitionObject };
-
-/**
- * Flags for a control-plane process: `"--name": "value"` (a string array repeats the flag,
- * `true` passes the bare flag, `null` removes a default).
- */
-export type ProcessFlags = Record<string, string | readonly string[] | true | null>;
+// The control plane's parts live in envtest_process.ts and envtest_crds.ts; these names are
+// reached through this file, the environment's entry point.
+export {
+  type CRDSource,
+  type CustomResourceDefinitionObject,
+  installCRDs,
+} from "./envtest_crds.ts";
+export { parseDuration, type ProcessFlags } from "./envtest_process.ts";
 
 /** Options of {@linkcode Environment}. */
 export interface EnvironmentOptions {
@@ -112,328 +114,12 @@ export interface ControlPlaneProcesses {
   kubeAPIServer: number;
 }
 
-const DEFAULT_START_TIMEOUT_MS = 120_000;
-const DEFAULT_STOP_TIMEOUT_MS = 10_000;
-const DEFAULT_CRD_TIMEOUT_MS = 60_000;
-/** Milliseconds one readiness probe of etcd or kube-apiserver may take before it is retried. */
-const PROBE_TIMEOUT_MS = 5_000;
-const PORT_ATTEMPTS = 3;
-const LOG_TAIL_LINES = 20;
-
-/**
- * Milliseconds of a Go duration (`1m30s`, `90s`, `500ms`) or a plain number of milliseconds,
- * for the KUBEBUILDER_CONTROLPLANE_*_TIMEOUT variables.
- */
-export function parseDuration(text: string): number | undefined {
-  const trimmed = text.trim();
-  if (/^\d+$/.test(trimmed)) return Number(trimmed);
-  const units: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1 };
-  const parts = [...trimmed.matchAll(/(\d+(?:\.\d+)?)(ms|h|m|s)/g)];
-  if (parts.length === 0 || parts.map((p) => p[0]).join("") !== trimmed) return undefined;
-  return parts.reduce((total, [, value, unit]) => total + Number(value) * units[unit], 0);
-}
-
-function durationFromEnv(name: string): number | undefined {
-  const value = process.env[name];
-  if (value === undefined || value === "") return undefined;
-  const ms = parseDuration(value);
-  if (ms === undefined) {
-    throw new Error(`${name}=${JSON.stringify(value)} is not a duration such as 90s or 2m`);
-  }
-  return ms;
-}
-
-/** The start timeout when the options give none: the environment's, else 2 min. */
-function defaultStartTimeout(): number {
-  return durationFromEnv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") ?? DEFAULT_START_TIMEOUT_MS;
-}
-
-/** The stop timeout when the options give none: the environment's, else 10 s. */
-function defaultStopTimeout(): number {
-  return durationFromEnv("KUBEBUILDER_CONTROLPLANE_STOP_TIMEOUT") ?? DEFAULT_STOP_TIMEOUT_MS;
-}
-
-/**
- * Waits for the test process to go away (its parent pid changes, or it stops existing), then
- * kills the pids listed in `<dir>/pids` and removes `<dir>`. It runs in its own session so a
- * terminal's Ctrl-C does not end it before it has cleaned up.
- */
-const WATCHDOG_SCRIPT = `
-parent="$1"; dir="$2"
-trap '' INT HUP
-while :; do
-  if [ -r /proc/$$/stat ]; then
-    read -r stat < /proc/$$/stat
-    rest="\${stat##*) }"
-    set -- $rest
-    [ "$2" = "$parent" ] || break
-  else
-    kill -0 "$parent" 2>/dev/null || break
-  fi
-  sleep 0.5
-done
-if [ -f "$dir/pids" ]; then
-  while read -r pid; do kill -KILL "$pid" 2>/dev/null; done < "$dir/pids"
-fi
-rm -rf "$dir"
-`;
-
-/** Finds a free TCP port on 127.0.0.1 by binding port 0. */
-async function freePort(): Promise<number> {
-  return await new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-function flagArgs(defaults: ProcessFlags, overrides: ProcessFlags | undefined): string[] {
-  const merged: ProcessFlags = { ...defaults, ...overrides };
-  const args: string[] = [];
-  for (const [name, value] of Object.entries(merged)) {
-    if (value === null) continue;
-    if (value === true) args.push(name);
-    else if (typeof value === "string") args.push(`${name}=${value}`);
-    else for (const item of value) args.push(`${name}=${item}`);
-  }
-  return args;
-}
-
-/** One control-plane process, its output in a log file. */
-class ControlPlaneProcess {
-  readonly name: string;
-  readonly logFile: string;
-  readonly child: ChildProcess;
-  exit: { code: number | null; signal: string | null } | undefined;
-  readonly exited: Promise<void>;
-
-  constructor(name: string, binary: string, args: string[], logFile: string, attach: boolean) {
-    this.name = name;
-    this.logFile = logFile;
-    const fd = attach ? undefined : openSync(logFile, "a");
-    try {
-      this.child = spawn(binary, args, {
-        stdio: attach ? ["ignore", "inherit", "inherit"] : ["ignore", fd, fd],
-      });
-    } finally {
-      if (fd !== undefined) closeSync(fd);
-    }
-    // The exit hook and the watchdog end this process; it must not keep the test run alive.
-    this.child.unref();
-    this.exited = new Promise((resolve) => {
-      this.child.once("exit", (code, signal) => {
-        this.exit = { code, signal };
-        resolve();
-      });
-      this.child.once("error", (err) => {
-        this.exit = { code: null, signal: `spawn error: ${err.message}` };
-        resolve();
-      });
-    });
-  }
-
-  get pid(): number {
-    return this.child.pid ?? -1;
-  }
-
-  /** The last lines the process wrote, for error messages. */
-  tail(lines = LOG_TAIL_LINES): string {
-    try {
-      const text = readFileSync(this.logFile, "utf8").trimEnd();
-      return text.split("\n").slice(-lines).join("\n");
-    } catch {
-      return "(no log file: output was attached to this process)";
-    }
-  }
-
-  describeExit(): string {
-    if (!this.exit) return "is running";
-    return this.exit.code !== null
-      ? `exited with code ${this.exit.code}`
-      : `was ended by ${this.exit.signal}`;
-  }
-
-  async stop(timeoutMs: number): Promise<void> {
-    if (this.exit || this.child.pid === undefined) return;
-    this.#signal("SIGTERM");
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const timedOut = new Promise<false>((resolve) => {
-      timer = setTimeout(() => resolve(false), timeoutMs);
-    });
-    // A pending timer would keep the process alive after the control plane is gone.
-    const stopped = await Promise.race([this.exited.then(() => true as const), timedOut]);
-    clearTimeout(timer);
-    if (!stopped) {
-      // process.kill, not child.kill: Deno's ChildProcess ignores a second kill() call.
-      this.#signal("SIGKILL");
-      await this.exited;
-    }
-  }
-
-  killSync(): void {
-    if (this.exit || this.child.pid === undefined) return;
-    this.#signal("SIGKILL");
-  }
-
-  #signal(signal: "SIGTERM" | "SIGKILL"): void {
-    try {
-      process.kill(this.child.pid!, signal);
-    } catch {
-      // Already gone.
-    }
-  }
-}
-
 function staticClientCertificate(cert: string, key: string): AuthProvider {
   return { credentials: () => Promise.resolve({ clientCertificate: { cert, key } }) };
 }
 
 function toBase64(text: string): string {
   return btoa(String.fromCharCode(...new TextEncoder().encode(text)));
-}
-
-function crdObject(source: CRDSource): CustomResourceDefinitionObject {
-  return "crd" in source && typeof source.crd === "function"
-    ? source.crd()
-    : source as CustomResourceDefinitionObject;
-}
-
-/** Reads CRDs from files and directories; errors name the file and the document. */
-function readCRDFiles(paths: string[], errorIfMissing: boolean): CustomResourceDefinitionObject[] {
-  const crds: CustomResourceDefinitionObject[] = [];
-  for (const path of paths) {
-    let files: string[];
-    try {
-      files = statSync(path).isDirectory()
-        ? readdirSync(path).sort().map((name) => join(path, name))
-        : [path];
-    } catch (err) {
-      if (!errorIfMissing) continue;
-      throw new Error(`CRD path ${path} cannot be read: ${(err as Error).message}`);
-    }
-    for (const file of files) {
-      if (![".yaml", ".yml", ".json"].includes(extname(file))) continue;
-      const docs = parseAllDocuments(readFileSync(file, "utf8"));
-      const list = Array.isArray(docs) ? docs : [docs];
-      list.forEach((doc, index) => {
-        if (doc.errors.length > 0) {
-          throw new Error(
-            `CRD file ${file}, document ${index + 1}: invalid YAML: ${doc.errors[0].message}`,
-          );
-        }
-        const value = doc.toJS();
-        const objects = value?.kind?.endsWith("List") && Array.isArray(value.items)
-          ? value.items
-          : [value];
-        for (const object of objects) {
-          if (object?.kind !== "CustomResourceDefinition") continue;
-          if (!object.metadata?.name || !object.spec) {
-            throw new Error(
-              `CRD file ${file}, document ${index + 1}: a CustomResourceDefinition needs ` +
-                `metadata.name and spec`,
-            );
-          }
-          crds.push(object);
-        }
-      });
-    }
-  }
-  return crds;
-}
-
-const CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
-
-/**
- * Creates (or updates) CRDs on the API server of `config` and waits until each is established
- * and every served version appears in discovery, at most `timeout` milliseconds (default
- * 30 000). {@linkcode Environment} uses it at start; `rudder dev` uses it on any cluster.
- *
- * @example
- * ```ts ignore
- * import { installCRDs } from "./envtest.ts";
- * import { loadConfig } from "@rudder/operator";
- * import { Example } from "./api/example.ts";
- *
- * await installCRDs(await loadConfig(), [Example]);
- * ```
- */
-export async function installCRDs(
-  config: KubeConfig,
-  crds: CRDSource[],
-  options: { timeout?: number } = {},
-): Promise<void> {
-  const objects = crds.map(crdObject);
-  const rest = new RestClient(config);
-  try {
-    for (const crd of objects) {
-      const name = crd.metadata?.name;
-      if (!name) throw new Error("a CRD to install has no metadata.name");
-      try {
-        await rest.request({ method: "POST", path: CRD_PATH, body: crd });
-      } catch (err) {
-        if (!isAlreadyExists(err)) throw err;
-        const existing = await rest.request<{ metadata: { resourceVersion: string } }>({
-          path: `${CRD_PATH}/${name}`,
-        });
-        await rest.request({
-          method: "PUT",
-          path: `${CRD_PATH}/${name}`,
-          body: {
-            ...crd,
-            metadata: { ...crd.metadata, resourceVersion: existing.metadata.resourceVersion },
-          },
-        });
-      }
-    }
-    const deadline = Date.now() + (options.timeout ?? DEFAULT_CRD_TIMEOUT_MS);
-    const pending = new Set(objects.map((crd) => crd.metadata!.name!));
-    let lastProblem = "";
-    while (pending.size > 0) {
-      for (const name of [...pending]) {
-        const problem = await crdProblem(rest, name);
-        if (problem) lastProblem = `${name}: ${problem}`;
-        else pending.delete(name);
-      }
-      if (pending.size === 0) break;
-      if (Date.now() > deadline) {
-        throw new Error(
-          `CRDs not served in time: ${[...pending].join(", ")} (last seen: ${lastProblem})`,
-        );
-      }
-      await sleep(100);
-    }
-  } finally {
-    rest.close();
-  }
-}
-
-/** Why a CRD is not usable yet, or `undefined` when it is established and served. */
-async function crdProblem(rest: RestClient, name: string): Promise<string | undefined> {
-  const crd = await rest.request<CRDStatus>({ path: `${CRD_PATH}/${name}` });
-  const established = crd.status?.conditions?.find((c) => c.type === "Established");
-  if (established?.status !== "True") {
-    return `not established${established?.message ? ` (${established.message})` : ""}`;
-  }
-  for (const version of crd.spec.versions.filter((v) => v.served)) {
-    try {
-      const list = await rest.request<{ resources: { name: string }[] }>({
-        path: `/apis/${crd.spec.group}/${version.name}`,
-      });
-      if (!list.resources.some((r) => r.name === crd.spec.names.plural)) {
-        return `${crd.spec.group}/${version.name} does not list ${crd.spec.names.plural} yet`;
-      }
-    } catch (err) {
-      if (isNotFound(err)) return `${crd.spec.group}/${version.name} is not served yet`;
-      if (err instanceof ApiError) return err.message;
-      throw err;
-    }
-  }
-  return undefined;
 }
 
 /** The certificates and keys of one environment, and the files the API server reads. */
@@ -447,15 +133,6 @@ interface GeneratedCertificates {
     saPublic: string;
     saPrivate: string;
   };
-}
-
-interface CRDStatus {
-  spec: {
-    group: string;
-    names: { plural: string };
-    versions: { name: string; served: boolean }[];
-  };
-  status?: { conditions?: { type: string; status: string; message?: string }[] };
 }
 
 /**

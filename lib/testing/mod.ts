@@ -39,7 +39,7 @@ export {
   type EnvironmentOptions,
   type ProcessFlags,
 } from "./envtest.ts";
-export { FakeClient, type FakeClientOptions, type SelectableFields } from "./fake_client.ts";
+export { FakeClient, type FakeClientOptions, type SelectableFields } from "./fake_client/mod.ts";
 export { FakeClock } from "./fake_clock.ts";
 export type { Clock, TimerHandle } from "../util/clock.ts";
 export { type WebhookInstallOptions, type WebhookServing } from "./webhook_install.ts";

@@ -10,7 +10,7 @@ import type { CachedClient } from "../../lib/cache/cached_client.ts";
 import type { Client } from "../../lib/client/client.ts";
 import type { Patch } from "../../lib/client/patch.ts";
 import { ApiError, isForbidden } from "../../lib/kube/errors.ts";
-import { FakeClient } from "../../lib/testing/fake_client.ts";
+import { FakeClient } from "../../lib/testing/fake_client/mod.ts";
 import { type InterceptorFuncs, newInterceptedClient } from "../../lib/client/interceptor.ts";
 import {
   addFinalizer,

@@ -6,7 +6,7 @@ import { EventsV1Event } from "../../lib/api/builtins.ts";
 import type { KubeObject } from "../../lib/api/resource.ts";
 import { deepFreeze } from "../../lib/api/readonly.ts";
 import { ApiError } from "../../lib/kube/errors.ts";
-import { FakeClient } from "../../lib/testing/fake_client.ts";
+import { FakeClient } from "../../lib/testing/fake_client/mod.ts";
 import { type InterceptorFuncs, newInterceptedClient } from "../../lib/client/interceptor.ts";
 import { EventRecorder, type EventRecorderOptions } from "../../lib/events/recorder.ts";
 import { captureLogs } from "../support/logs.ts";

@@ -12,7 +12,7 @@ import { mergeFrom } from "../../lib/client/patch.ts";
 import { namespacedClient, withFieldOwner } from "../../lib/client/wrappers.ts";
 import { ApiError, isConflict, isNotFound } from "../../lib/kube/errors.ts";
 import { ConfigMap, Deployment, Namespace } from "../../lib/api/mod.ts";
-import { FakeClient } from "../../lib/testing/fake_client.ts";
+import { FakeClient } from "../../lib/testing/fake_client/mod.ts";
 import { clientContract } from "../contract/client_contract.ts";
 
 clientContract("FakeClient", () =>

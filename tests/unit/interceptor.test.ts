@@ -12,7 +12,7 @@ import { withFieldOwner } from "../../lib/client/wrappers.ts";
 import type { KubeConfig } from "../../lib/kube/config/types.ts";
 import { ApiError, isNotFound } from "../../lib/kube/errors.ts";
 import type { Transport } from "../../lib/kube/transport.ts";
-import { FakeClient } from "../../lib/testing/fake_client.ts";
+import { FakeClient } from "../../lib/testing/fake_client/mod.ts";
 
 const TIMEOUT = { timeout: 10_000 };
 const namespace = "default";

@@ -13,7 +13,7 @@ import {
   type LeaderElectionOptions,
   LeaderElector,
 } from "../../lib/leaderelection/leader_election.ts";
-import { FakeClient } from "../../lib/testing/fake_client.ts";
+import { FakeClient } from "../../lib/testing/fake_client/mod.ts";
 import { newInterceptedClient } from "../../lib/client/interceptor.ts";
 import { captureLogs } from "../support/logs.ts";
 

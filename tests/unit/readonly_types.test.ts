@@ -10,7 +10,7 @@ import type { KubeObject, Unstructured } from "../../lib/api/resource.ts";
 import type { CachedClient } from "../../lib/cache/cached_client.ts";
 import type { Client } from "../../lib/client/client.ts";
 import { mergeFrom, type Patch, strategicMergeFrom } from "../../lib/client/patch.ts";
-import { FakeClient } from "../../lib/testing/fake_client.ts";
+import { FakeClient } from "../../lib/testing/fake_client/mod.ts";
 
 const TIMEOUT = { timeout: 10_000 };
 

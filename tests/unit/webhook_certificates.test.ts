@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { X509Certificate } from "node:crypto";
 import { Secret, ValidatingWebhookConfiguration } from "../../lib/api/builtins.ts";
-import { FakeClient } from "../../lib/testing/fake_client.ts";
+import { FakeClient } from "../../lib/testing/fake_client/mod.ts";
 import { newInterceptedClient } from "../../lib/client/interceptor.ts";
 import {
   certificateNotAfter,
