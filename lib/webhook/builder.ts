@@ -189,6 +189,7 @@ export class WebhookBuilder<T extends KubeObject = KubeObject> {
   readonly #for: ResourceType<T>;
   #defaulter: Defaulter<T> | undefined;
   #validator: Validator<T> | undefined;
+  /** Spokes of any version: see ConversionRegistry for why forgetting a spoke's type is safe. */
   #conversions: { spoke: ResourceType<KubeObject>; conversion: SpokeConversion<T, KubeObject> }[] =
     [];
   #schemaValidation = false;

@@ -77,8 +77,9 @@ export interface SpokeConversion<H extends KubeObject, S extends KubeObject> {
 interface Kind {
   hub: ResourceType<KubeObject>;
   /**
-   * By the spoke's apiVersion. Each spoke's own type is not kept: `convert` looks a pair up by
-   * the object's apiVersion, so each function only ever gets the version it was written for.
+   * By the spoke's apiVersion. Each spoke's own type is not kept (the compiler allows it: they
+   * are methods): `convert` looks a pair up by the object's apiVersion, so each function only
+   * ever gets the version it was written for.
    */
   spokes: Map<string, SpokeConversion<KubeObject, KubeObject>>;
 }
