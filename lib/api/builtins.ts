@@ -431,7 +431,7 @@ const BUILTINS: ReadonlyMap<string, ResourceType<KubeObject>> = new Map(
     CustomResourceDefinition,
     ValidatingWebhookConfiguration,
     MutatingWebhookConfiguration,
-  ].map((type) => [gvkKey(type), type as ResourceType<KubeObject>]),
+  ].map((type) => [gvkKey(type), type]),
 );
 
 /** The built-in resource type of `apiVersion` and `kind`, if it is one of those declared here. */

@@ -440,7 +440,7 @@ export function defineResource<
     scope: definition.scope,
   };
   checkNames(names, definition.version);
-  const versions = resolveVersions(definition as ResourceDefinition);
+  const versions = resolveVersions(definition);
   // Built now so that a schema the API server could not enforce fails where it is defined.
   const crd = buildCRD(names, versions);
   const type = resourceType<T>({
@@ -453,13 +453,16 @@ export function defineResource<
     subresources: subresourceNames(definition),
   });
   const apiVersion = type.apiVersion;
-  const schema = z.object({
+  const objectSchema: z.ZodType = z.object({
     apiVersion: z.literal(apiVersion),
     kind: z.literal(names.kind),
     metadata: objectMetaSchema.optional(),
     spec: definition.spec,
     ...(definition.status ? { status: z.optional(definition.status) } : {}),
-  }) as unknown as ZodSchemaOf<T>;
+  });
+  // T is this schema's output, but through CustomObject's conditional (spec optional when its
+  // schema accepts undefined), which the compiler cannot match against zod's inferred type.
+  const schema = objectSchema as ZodSchemaOf<T>;
   const safeParse = (obj: unknown): SafeParseResult<T> => {
     const result = schema.safeParse(obj);
     if (result.success) return { success: true, data: result.data };
@@ -474,7 +477,7 @@ export function defineResource<
     singular: names.singular,
     shortNames: Object.freeze([...names.shortNames]),
     categories: Object.freeze([...names.categories]),
-    definition: definition as unknown as ResourceDefinition,
+    definition,
     schema,
     crd: () => withConversionWebhook(structuredClone(crd)),
     parse(obj: unknown): T {

@@ -232,8 +232,8 @@ class CacheBackedClient implements CachedClient {
     // Only the status subresource answers with the object itself; scale, eviction and token
     // answer with other kinds, which are not the cached object.
     const returnsObject = name === "status";
-    const seen = <R>(result: R): R => {
-      if (returnsObject) this.cache.observeWrite(result as unknown as KubeObject);
+    const seen = <R extends KubeObject>(result: R): R => {
+      if (returnsObject) this.cache.observeWrite(result);
       return result;
     };
     return {

@@ -502,7 +502,7 @@ class ApiClient implements Client {
     ): Promise<B> => {
       const { body, ...rest } = options;
       // Without a body, the object is the patch's target: a B, as the default B = T says.
-      const data = patch.data(body ?? (obj as unknown as DeepReadonly<B>));
+      const data = patch.data(body ?? (obj as DeepReadonly<B>));
       return this.#write<B>("PATCH", obj, name, data, patch.type, rest);
     };
     const apply = <T extends KubeObject>(obj: T, options: ApplyOptions): Promise<T> =>

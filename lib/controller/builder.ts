@@ -11,7 +11,7 @@
 
 import type { KubeObject, ResourceType } from "../api/resource.ts";
 import type { Cache } from "../cache/cache.ts";
-import { Controller, type ControllerOptions } from "./controller.ts";
+import { Controller, type ControllerOptions, type WatchedKind } from "./controller.ts";
 import { type Logger } from "../util/logging.ts";
 import { type ReconcileFunc, type Reconciler } from "../reconcile/reconcile.ts";
 import { type Runnable } from "../util/runnable.ts";
@@ -52,18 +52,44 @@ export interface OwnsOptions<T extends KubeObject> extends WatchOptions<T> {
   onlyController?: boolean;
 }
 
-interface Watch {
-  type: ResourceType<KubeObject>;
-  handler: EventHandler<KubeObject>;
-  predicates: Predicate<KubeObject>[];
-  metadataOnly: boolean;
+/**
+ * One kind the controller watches. Its handler and predicates stay typed by the kind until
+ * `source` builds the kind source, which is kind-agnostic: no watch forgets its type.
+ */
+interface Watch extends WatchedKind {
+  /**
+   * The kind source; `owner` is the `for` kind (owned objects enqueue their owner of that kind)
+   * and `filters` the `withEventFilter` predicates.
+   */
+  source(cache: Cache, owner: ResourceType<KubeObject>, filters: Predicate<KubeObject>[]): Source;
+}
+
+/**
+ * A watch of `type` through the handler that `handler` makes. Typed end to end: a predicate of
+ * any object (`filters`) is a predicate of `T`'s objects too.
+ */
+function watchOf<T extends KubeObject>(
+  type: ResourceType<T>,
+  relation: WatchedKind["relation"],
+  handler: (owner: ResourceType<KubeObject>) => EventHandler<T>,
+  predicates: Predicate<T>[] = [],
+): Watch {
+  return {
+    type,
+    relation,
+    source: (cache, owner, filters) =>
+      kindSource(cache, type, handler(owner), {
+        predicates: [...filters, ...predicates],
+        metadataOnly: relation === "metadata",
+      }),
+  };
 }
 
 /** Collects what a controller watches and how it runs; see {@linkcode newControllerManagedBy}. */
 export class ControllerBuilder {
   readonly #host: ControllerHost;
   #for: Watch | undefined;
-  #owns: { type: ResourceType<KubeObject>; options: OwnsOptions<KubeObject> }[] = [];
+  #owns: Watch[] = [];
   #watches: Watch[] = [];
   #rawSources: Source[] = [];
   #globalPredicates: Predicate<KubeObject>[] = [];
@@ -79,21 +105,21 @@ export class ControllerBuilder {
   /** The kind the controller reconciles: each of its events enqueues that object. Once only. */
   for<T extends KubeObject>(type: ResourceType<T>, options: WatchOptions<T> = {}): this {
     if (this.#for) throw new Error(`for() was already called with ${this.#for.type.kind}`);
-    this.#for = {
-      type: type as ResourceType<KubeObject>,
-      handler: enqueueRequestForObject(),
-      predicates: (options.predicates ?? []) as Predicate<KubeObject>[],
-      metadataOnly: false,
-    };
+    this.#for = watchOf(type, "for", () => enqueueRequestForObject(), options.predicates);
     return this;
   }
 
   /** A kind the reconciled objects own: its events enqueue their owner of the `for` kind. */
   owns<T extends KubeObject>(type: ResourceType<T>, options: OwnsOptions<T> = {}): this {
-    this.#owns.push({
-      type: type as ResourceType<KubeObject>,
-      options: options as OwnsOptions<KubeObject>,
-    });
+    const onlyController = options.onlyController ?? true;
+    this.#owns.push(
+      watchOf(
+        type,
+        "owns",
+        (owner) => enqueueRequestForOwner(owner, { onlyController }),
+        options.predicates,
+      ),
+    );
     return this;
   }
 
@@ -103,7 +129,8 @@ export class ControllerBuilder {
     handler: EventHandler<T>,
     options: WatchOptions<T> = {},
   ): this {
-    return this.#watch(type, handler, options, false);
+    this.#watches.push(watchOf(type, "watches", () => handler, options.predicates));
+    return this;
   }
 
   /** Like {@linkcode ControllerBuilder.watches}, through metadata-only informers. */
@@ -112,21 +139,7 @@ export class ControllerBuilder {
     handler: EventHandler<T>,
     options: WatchOptions<T> = {},
   ): this {
-    return this.#watch(type, handler, options, true);
-  }
-
-  #watch<T extends KubeObject>(
-    type: ResourceType<T>,
-    handler: EventHandler<T>,
-    options: WatchOptions<T>,
-    metadataOnly: boolean,
-  ): this {
-    this.#watches.push({
-      type: type as ResourceType<KubeObject>,
-      handler: handler as EventHandler<KubeObject>,
-      predicates: (options.predicates ?? []) as Predicate<KubeObject>[],
-      metadataOnly,
-    });
+    this.#watches.push(watchOf(type, "metadata", () => handler, options.predicates));
     return this;
   }
 
@@ -184,33 +197,11 @@ export class ControllerBuilder {
         ? { controllerGroup: this.#for.type.group, controllerKind: this.#for.type.kind }
         : undefined,
     });
-    const watches: Watch[] = [
-      ...(this.#for ? [this.#for] : []),
-      ...this.#owns.map(({ type, options }) => ({
-        type,
-        handler: enqueueRequestForOwner(this.#for!.type, {
-          onlyController: options.onlyController ?? true,
-        }),
-        predicates: options.predicates ?? [],
-        metadataOnly: false,
-      })),
-      ...this.#watches,
-    ];
-    if (this.#for) controller.watched.push({ type: this.#for.type, relation: "for" });
-    for (const { type } of this.#owns) controller.watched.push({ type, relation: "owns" });
-    for (const watch of this.#watches) {
-      controller.watched.push({
-        type: watch.type,
-        relation: watch.metadataOnly ? "metadata" : "watches",
-      });
-    }
-    for (const watch of watches) {
-      controller.watch(
-        kindSource(cache, watch.type, watch.handler, {
-          predicates: [...this.#globalPredicates, ...watch.predicates],
-          metadataOnly: watch.metadataOnly,
-        }),
-      );
+    const owner = this.#for?.type;
+    for (const watch of [...(this.#for ? [this.#for] : []), ...this.#owns, ...this.#watches]) {
+      controller.watched.push({ type: watch.type, relation: watch.relation });
+      // Without for(), only watches() are here, whose handlers need no owner.
+      controller.watch(watch.source(cache, owner!, this.#globalPredicates));
     }
     for (const source of this.#rawSources) controller.watch(source);
     taken.add(name);

@@ -31,6 +31,7 @@ import type { KubeObject } from "../api/resource.ts";
 import type { Client } from "../client/client.ts";
 import { rawPatch } from "../client/patch.ts";
 import { ApiError, isNotFound } from "../kube/errors.ts";
+import { unrefTimer } from "../util/runtime.ts";
 
 const logger = getLogger(["rudder", "events"]);
 
@@ -154,13 +155,6 @@ function eventName(regardingName: string): string {
   const random = crypto.getRandomValues(new Uint8Array(8));
   const hex = Array.from(random, (b) => b.toString(16).padStart(2, "0")).join("");
   return `${prefix || "event"}.${hex}`;
-}
-
-/** Lets the process exit while `timer` is pending (Deno returns numbers, Bun timer objects). */
-function unref(timer: Timer): void {
-  if (typeof timer === "number") {
-    (globalThis as { Deno?: { unrefTimer?(id: number): void } }).Deno?.unrefTimer?.(timer);
-  } else (timer as { unref?(): void }).unref?.();
 }
 
 /** A short description of a failure for logs: the API's code and reason, or the error's name. */
@@ -397,7 +391,7 @@ export class EventRecorder {
     if (series.timer !== undefined) return; // the pending write will carry the latest count
     const delay = Math.max(0, series.lastWrite + this.#settings.seriesUpdateInterval - now);
     series.timer = setTimeout(() => this.#writeSeriesNow(series), delay);
-    unref(series.timer);
+    unrefTimer(series.timer);
     this.#scheduled.add(series);
   }
 

@@ -7,6 +7,7 @@
  */
 
 import { Buffer } from "node:buffer";
+import process from "node:process";
 import { X509Certificate } from "node:crypto";
 import type { Credentials, KubeConfig } from "./config/types.ts";
 import { ConnectionError, type ConnectionFailure, InvalidHeaderError } from "./errors.ts";
@@ -23,6 +24,7 @@ import type { Fetcher, TlsSettings } from "./fetcher.ts";
 import { createBunFetcher } from "./transport_bun.ts";
 import { createDenoFetcher } from "./transport_deno.ts";
 import { VERSION } from "../version.ts";
+import { bun, deno, runtimeName } from "../util/runtime.ts";
 
 /** Options of {@linkcode newTransport}. */
 export interface TransportOptions {
@@ -47,29 +49,30 @@ export interface Transport {
   close(): void;
 }
 
-function runtimeName(): string {
-  const g = globalThis as { Deno?: { version: { deno: string } }; Bun?: { version: string } };
-  if (g.Deno) return `deno ${g.Deno.version.deno}`;
-  if (g.Bun) return `bun ${g.Bun.version}`;
+function runtimeVersion(): string {
+  const denoApi = deno();
+  if (denoApi) return `deno ${denoApi.version.deno}`;
+  const bunApi = bun();
+  if (bunApi) return `bun ${bunApi.version}`;
   return "unknown runtime";
 }
 
 function platform(): string {
-  const g = globalThis as { Deno?: { build: { os: string; arch: string } } };
-  if (g.Deno) return `${g.Deno.build.os}/${g.Deno.build.arch}`;
-  const p = (globalThis as { process?: { platform: string; arch: string } }).process;
-  return p ? `${p.platform}/${p.arch}` : "unknown";
+  const denoApi = deno();
+  if (denoApi) return `${denoApi.build.os}/${denoApi.build.arch}`;
+  return `${process.platform}/${process.arch}`;
 }
 
 /** The default `User-Agent`: `rudder/<version> (<runtime> <version>; <os>/<arch>)`. */
 export function defaultUserAgent(): string {
-  return `rudder/${VERSION} (${runtimeName()}; ${platform()})`;
+  return `rudder/${VERSION} (${runtimeVersion()}; ${platform()})`;
 }
 
 /** Picks the TLS adapter of the runtime this code runs on. */
 export function createFetcher(tls: TlsSettings): Fetcher {
-  if ("Deno" in globalThis) return createDenoFetcher(tls);
-  if ("Bun" in globalThis) return createBunFetcher(tls);
+  const runtime = runtimeName();
+  if (runtime === "deno") return createDenoFetcher(tls);
+  if (runtime === "bun") return createBunFetcher(tls);
   throw new Error(
     "Rudder's transport supports Deno and Bun; this runtime has neither Deno.createHttpClient " +
       "nor Bun's fetch TLS options",

@@ -11,21 +11,9 @@ import { getLogger } from "@logtape/logtape";
 import { redactURL, urlUserInfo } from "./redact.ts";
 import type { Fetcher, TlsSettings } from "./fetcher.ts";
 import { Http1Pool } from "./http1_deno.ts";
+import { deno } from "../util/runtime.ts";
 
 const logger = getLogger(["rudder", "kube", "transport"]);
-
-interface DenoHttpClient {
-  close(): void;
-}
-
-interface DenoHttpApi {
-  createHttpClient(options: {
-    caCerts?: string[];
-    cert?: string;
-    key?: string;
-    proxy?: { url: string; basicAuth?: { username: string; password: string } };
-  }): DenoHttpClient;
-}
 
 /** Deno takes a proxy's credentials as `basicAuth`, not from the URL's user-info. */
 function denoProxy(
@@ -42,7 +30,8 @@ function denoProxy(
  * a warning names.
  */
 export function createDenoFetcher(tls: TlsSettings): Fetcher {
-  const deno = (globalThis as unknown as { Deno: DenoHttpApi }).Deno;
+  const api = deno();
+  if (!api) throw new Error("the Deno transport needs Deno");
   if (tls.insecureSkipTLSVerify) {
     logger.warn(
       "insecure-skip-tls-verify is set, but Deno can only skip certificate verification when " +
@@ -57,15 +46,15 @@ export function createDenoFetcher(tls: TlsSettings): Fetcher {
     );
   }
   // Created on first use: without a proxy every request goes through the HTTP/1.1 pools.
-  let client: DenoHttpClient | undefined;
+  let client: Deno.HttpClient | undefined;
   const viaFetch = (url: string, init: RequestInit) => {
-    client ??= deno.createHttpClient({
+    client ??= api.createHttpClient({
       caCerts: tls.caData ? [tls.caData] : undefined,
       cert: tls.cert,
       key: tls.key,
       proxy: tls.proxyURL ? denoProxy(tls.proxyURL) : undefined,
     });
-    return fetch(url, { ...init, client } as RequestInit);
+    return fetch(url, { ...init, client });
   };
   if (tls.proxyURL || useDenoFetch()) {
     return { fetch: viaFetch, close: () => client?.close() };
@@ -115,10 +104,7 @@ export function createDenoFetcher(tls: TlsSettings): Fetcher {
  */
 function useDenoFetch(): boolean {
   try {
-    const env =
-      (globalThis as unknown as { Deno: { env: { get(name: string): string | undefined } } })
-        .Deno.env;
-    return env.get("RUDDER_DENO_FETCH") === "1";
+    return deno()?.env.get("RUDDER_DENO_FETCH") === "1";
   } catch {
     return false; // No permission to read the environment.
   }

@@ -210,8 +210,6 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-const OPERATIONS = new Set(["CREATE", "UPDATE", "DELETE", "CONNECT"]);
-
 /**
  * Checks that `body` (parsed JSON) is an `AdmissionReview` v1 with a usable request and returns
  * the request; throws a {@linkcode ReviewDecodeError} (400) naming what is wrong.
@@ -247,24 +245,106 @@ export function decodeAdmissionReview(body: unknown): AdmissionRequest {
   }
   const request = body.request;
   if (!isRecord(request)) throw new ReviewDecodeError("the AdmissionReview has no request");
-  if (typeof request.uid !== "string" || request.uid === "") {
+  const { uid, operation } = request;
+  if (typeof uid !== "string" || uid === "") {
     throw new ReviewDecodeError("the AdmissionReview request has no uid");
   }
-  if (typeof request.operation !== "string" || !OPERATIONS.has(request.operation)) {
-    throw new ReviewDecodeError(`unknown operation ${describe(request.operation)}`);
+  if (!isOperation(operation)) {
+    throw new ReviewDecodeError(`unknown operation ${describe(operation)}`);
   }
-  if (!isRecord(request.kind) || typeof request.kind.kind !== "string") {
+  if (request.kind === undefined || request.kind === null) {
     throw new ReviewDecodeError("the AdmissionReview request has no kind");
   }
-  if (request.object !== undefined && request.object !== null && !isRecord(request.object)) {
-    throw new ReviewDecodeError("request.object is not an object");
-  }
-  if (
-    request.oldObject !== undefined && request.oldObject !== null && !isRecord(request.oldObject)
-  ) {
-    throw new ReviewDecodeError("request.oldObject is not an object");
-  }
-  return request as unknown as AdmissionRequest;
+  return withoutUndefined({
+    uid,
+    kind: groupVersionKind(request.kind, "request.kind"),
+    resource: groupVersionResource(request.resource, "request.resource"),
+    subResource: optional(request.subResource, "request.subResource", text),
+    requestKind: optional(request.requestKind, "request.requestKind", groupVersionKind),
+    requestResource: optional(
+      request.requestResource,
+      "request.requestResource",
+      groupVersionResource,
+    ),
+    requestSubResource: optional(request.requestSubResource, "request.requestSubResource", text),
+    name: optional(request.name, "request.name", text),
+    namespace: optional(request.namespace, "request.namespace", text),
+    operation,
+    userInfo: userInfo(request.userInfo, "request.userInfo"),
+    object: optional(request.object, "request.object", record),
+    oldObject: optional(request.oldObject, "request.oldObject", record),
+    dryRun: optional(request.dryRun, "request.dryRun", flag),
+    options: optional(request.options, "request.options", record),
+  });
+}
+
+function isOperation(value: unknown): value is AdmissionOperation {
+  return value === "CREATE" || value === "UPDATE" || value === "DELETE" || value === "CONNECT";
+}
+
+/** Checks the field `field` of a review and returns its value typed, or throws naming it. */
+type Check<T> = (value: unknown, field: string) => T;
+
+/** What `check` makes of a field, or `undefined` when the field is absent or null. */
+function optional<T>(value: unknown, field: string, check: Check<T>): T | undefined {
+  return value === undefined || value === null ? undefined : check(value, field);
+}
+
+const text: Check<string> = (value, field) => {
+  if (typeof value !== "string") throw new ReviewDecodeError(`${field} is not a string`);
+  return value;
+};
+
+const flag: Check<boolean> = (value, field) => {
+  if (typeof value !== "boolean") throw new ReviewDecodeError(`${field} is not a boolean`);
+  return value;
+};
+
+const record: Check<Record<string, unknown>> = (value, field) => {
+  if (!isRecord(value)) throw new ReviewDecodeError(`${field} is not an object`);
+  return value;
+};
+
+const texts: Check<string[]> = (value, field) => {
+  if (!Array.isArray(value)) throw new ReviewDecodeError(`${field} is not a list`);
+  return value.map((item, i) => text(item, `${field}[${i}]`));
+};
+
+const groupVersionKind: Check<AdmissionGroupVersionKind> = (value, field) => {
+  const gvk = record(value, field);
+  return {
+    group: text(gvk.group, `${field}.group`),
+    version: text(gvk.version, `${field}.version`),
+    kind: text(gvk.kind, `${field}.kind`),
+  };
+};
+
+const groupVersionResource: Check<AdmissionGroupVersionResource> = (value, field) => {
+  const gvr = record(value, field);
+  return {
+    group: text(gvr.group, `${field}.group`),
+    version: text(gvr.version, `${field}.version`),
+    resource: text(gvr.resource, `${field}.resource`),
+  };
+};
+
+const userInfo: Check<AdmissionUserInfo> = (value, field) => {
+  const user = record(value, field);
+  const extra = optional(user.extra, `${field}.extra`, record);
+  return withoutUndefined({
+    username: optional(user.username, `${field}.username`, text),
+    uid: optional(user.uid, `${field}.uid`, text),
+    groups: optional(user.groups, `${field}.groups`, texts),
+    extra: extra && Object.fromEntries(
+      Object.entries(extra).map(([key, values]) => [key, texts(values, `${field}.extra.${key}`)]),
+    ),
+  });
+};
+
+/** `obj` without its `undefined` fields: a decoded review holds only what was sent. */
+function withoutUndefined<T extends object>(obj: T): T {
+  for (const key in obj) if (obj[key] === undefined) delete obj[key];
+  return obj;
 }
 
 function describe(value: unknown): string {
@@ -449,6 +529,7 @@ export function admissionHandler<T = unknown>(
     }
     let result: AdmissionResult;
     try {
+      // The API server sends objects of the kinds the webhook is registered for.
       result = await handler(request as AdmissionRequest<T>);
     } catch (err) {
       result = denialFromError(err);

@@ -189,6 +189,7 @@ export class WebhookBuilder<T extends KubeObject = KubeObject> {
   readonly #for: ResourceType<T>;
   #defaulter: Defaulter<T> | undefined;
   #validator: Validator<T> | undefined;
+  /** Spokes of any version: see ConversionRegistry for why forgetting a spoke's type is safe. */
   #conversions: { spoke: ResourceType<KubeObject>; conversion: SpokeConversion<T, KubeObject> }[] =
     [];
   #schemaValidation = false;
@@ -231,10 +232,7 @@ export class WebhookBuilder<T extends KubeObject = KubeObject> {
     spoke: ResourceType<S>,
     conversion: SpokeConversion<T, S>,
   ): this {
-    this.#conversions.push({
-      spoke: spoke as unknown as ResourceType<KubeObject>,
-      conversion: conversion as unknown as SpokeConversion<T, KubeObject>,
-    });
+    this.#conversions.push({ spoke, conversion });
     return this;
   }
 
@@ -251,8 +249,14 @@ export class WebhookBuilder<T extends KubeObject = KubeObject> {
           "or withConversion",
       );
     }
-    if (this.#schemaValidation && !isDefinedResource(type)) {
-      throw new Error(`withSchemaValidation needs a kind made by defineResource, not ${type.kind}`);
+    let schema: { parse(obj: unknown): unknown } | undefined;
+    if (this.#schemaValidation) {
+      if (!isDefinedResource(type)) {
+        throw new Error(
+          `withSchemaValidation needs a kind made by defineResource, not ${type.kind}`,
+        );
+      }
+      schema = type;
     }
     this.#completed = true;
     const server = this.#host.getWebhookServer();
@@ -264,21 +268,19 @@ export class WebhookBuilder<T extends KubeObject = KubeObject> {
         admissionHandler<T>((request) => defaultingResult(defaulter, request)),
         {
           type: "mutating",
-          resource: type as ResourceType<KubeObject>,
+          resource: type,
           operations: ["CREATE", "UPDATE"],
         },
       );
     }
-    const validator = this.#schemaValidation
-      ? withSchema(type as unknown as { parse(obj: unknown): unknown }, this.#validator ?? {})
-      : this.#validator;
+    const validator = schema ? withSchema(schema, this.#validator ?? {}) : this.#validator;
     if (validator) {
       const operations: AdmissionOperation[] = ["CREATE", "UPDATE"];
       if (validator.validateDelete) operations.push("DELETE");
       server.register(
         generateValidatePath(gvk),
         admissionHandler<T>((request) => validationResult(validator, request)),
-        { type: "validating", resource: type as ResourceType<KubeObject>, operations },
+        { type: "validating", resource: type, operations },
       );
     }
     for (const { spoke, conversion } of this.#conversions) {

@@ -15,6 +15,7 @@
 import type { KubeObject, ResourceType } from "../api/resource.ts";
 import { markConversionWebhook } from "../api/crd.ts";
 import type { Status } from "../kube/errors.ts";
+import { isJsonObject, type JsonObject } from "../util/json.ts";
 import { readReviewBody, ReviewDecodeError, reviewErrorResponse } from "./admission.ts";
 
 /** `apiVersion` of conversion reviews. */
@@ -75,6 +76,11 @@ export interface SpokeConversion<H extends KubeObject, S extends KubeObject> {
 
 interface Kind {
   hub: ResourceType<KubeObject>;
+  /**
+   * By the spoke's apiVersion. Each spoke's own type is not kept (the compiler allows it: they
+   * are methods): `convert` looks a pair up by the object's apiVersion, so each function only
+   * ever gets the version it was written for.
+   */
   spokes: Map<string, SpokeConversion<KubeObject, KubeObject>>;
 }
 
@@ -118,7 +124,7 @@ export class ConversionRegistry {
     const key = `${hub.kind}.${hub.group}`;
     let kind = this.#kinds.get(key);
     if (!kind) {
-      this.#kinds.set(key, kind = { hub: hub as ResourceType<KubeObject>, spokes: new Map() });
+      this.#kinds.set(key, kind = { hub, spokes: new Map() });
     }
     if (kind.hub.apiVersion !== hub.apiVersion) {
       throw new Error(`${key} already has the hub ${kind.hub.apiVersion}, not ${hub.apiVersion}`);
@@ -126,10 +132,7 @@ export class ConversionRegistry {
     if (kind.spokes.has(spoke.apiVersion)) {
       throw new Error(`${key}: the conversion of ${spoke.apiVersion} is registered twice`);
     }
-    kind.spokes.set(
-      spoke.apiVersion,
-      conversion as unknown as SpokeConversion<KubeObject, KubeObject>,
-    );
+    kind.spokes.set(spoke.apiVersion, conversion);
     markConversionWebhook(`${hub.plural}.${hub.group}`);
   }
 
@@ -208,37 +211,39 @@ function withIdentity(
  * ```
  */
 export function decodeConversionReview(body: unknown): ConversionRequest {
-  if (typeof body !== "object" || body === null || Array.isArray(body)) {
-    throw new ReviewDecodeError("the body is not a JSON object");
-  }
-  const review = body as Record<string, unknown>;
-  if (review.kind !== "ConversionReview") {
+  if (!isJsonObject(body)) throw new ReviewDecodeError("the body is not a JSON object");
+  if (body.kind !== "ConversionReview") {
     throw new ReviewDecodeError(
-      `expected kind ConversionReview, got ${JSON.stringify(review.kind)}`,
+      `expected kind ConversionReview, got ${JSON.stringify(body.kind)}`,
     );
   }
-  if (review.apiVersion !== CONVERSION_API_VERSION) {
+  if (body.apiVersion !== CONVERSION_API_VERSION) {
     throw new ReviewDecodeError(
-      `expected apiVersion ${CONVERSION_API_VERSION}, got ${JSON.stringify(review.apiVersion)}`,
+      `expected apiVersion ${CONVERSION_API_VERSION}, got ${JSON.stringify(body.apiVersion)}`,
     );
   }
-  const request = review.request as Record<string, unknown> | undefined;
-  if (typeof request !== "object" || request === null) {
-    throw new ReviewDecodeError("the ConversionReview has no request");
-  }
-  if (typeof request.uid !== "string" || request.uid === "") {
+  const request = body.request;
+  if (!isJsonObject(request)) throw new ReviewDecodeError("the ConversionReview has no request");
+  const { uid, desiredAPIVersion, objects } = request;
+  if (typeof uid !== "string" || uid === "") {
     throw new ReviewDecodeError("the ConversionReview request has no uid");
   }
-  if (typeof request.desiredAPIVersion !== "string" || !request.desiredAPIVersion) {
+  if (typeof desiredAPIVersion !== "string" || !desiredAPIVersion) {
     throw new ReviewDecodeError("the ConversionReview request has no desiredAPIVersion");
   }
-  if (
-    !Array.isArray(request.objects) ||
-    request.objects.some((o) => typeof o !== "object" || o === null || Array.isArray(o))
-  ) {
-    throw new ReviewDecodeError("the ConversionReview request's objects are not a list of objects");
+  if (!Array.isArray(objects) || !objects.every(hasKind)) {
+    throw new ReviewDecodeError(
+      "the ConversionReview request's objects are not a list of objects with apiVersion and kind",
+    );
   }
-  return request as unknown as ConversionRequest;
+  // Checked down to apiVersion and kind; the rest (metadata included) is the API server's
+  // stored object of the CRD's kind, for the conversion functions to read.
+  return { uid, desiredAPIVersion, objects: objects as KubeObject[] };
+}
+
+function hasKind(value: unknown): value is JsonObject & { apiVersion: string; kind: string } {
+  return isJsonObject(value) && typeof value.apiVersion === "string" &&
+    typeof value.kind === "string";
 }
 
 /**

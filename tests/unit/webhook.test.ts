@@ -146,6 +146,28 @@ describe("decodeAdmissionReview", () => {
     assert.equal(request.operation, "CREATE");
   });
 
+  it("returns the fields sent, typed, and leaves out those sent as null", T, () => {
+    const request = decodeAdmissionReview(review({
+      ...REQUEST,
+      operation: "DELETE",
+      object: null,
+      oldObject: REQUEST.object,
+      dryRun: true,
+      userInfo: { username: "admin", groups: ["system:masters"], extra: { scope: ["a"] } },
+    }));
+    assert.deepEqual(request, {
+      uid: "u-1",
+      kind: REQUEST.kind,
+      resource: REQUEST.resource,
+      namespace: "default",
+      name: "web",
+      operation: "DELETE",
+      userInfo: { username: "admin", groups: ["system:masters"], extra: { scope: ["a"] } },
+      oldObject: REQUEST.object,
+      dryRun: true,
+    });
+  });
+
   it("refuses what is not an AdmissionReview v1 with a request, naming the problem", T, () => {
     const bad: [unknown, RegExp][] = [
       [null, /not a JSON object/],
@@ -158,6 +180,12 @@ describe("decodeAdmissionReview", () => {
       [review({ ...REQUEST, kind: undefined }), /no kind/],
       [review({ ...REQUEST, object: "x" }), /request.object is not an object/],
       [review({ ...REQUEST, oldObject: [1] }), /request.oldObject is not an object/],
+      [review({ ...REQUEST, kind: { kind: "Example" } }), /request.kind.group is not a string/],
+      [review({ ...REQUEST, resource: undefined }), /request.resource is not an object/],
+      [review({ ...REQUEST, userInfo: undefined }), /request.userInfo is not an object/],
+      [review({ ...REQUEST, userInfo: { groups: "a" } }), /request.userInfo.groups is not a list/],
+      [review({ ...REQUEST, dryRun: "yes" }), /request.dryRun is not a boolean/],
+      [review({ ...REQUEST, name: 7 }), /request.name is not a string/],
     ];
     for (const [body, message] of bad) {
       assert.throws(() => decodeAdmissionReview(body), (err: unknown) => {
@@ -551,6 +579,7 @@ describe("ConversionReview", () => {
       [body({ desiredAPIVersion: "a/b", objects: [] }), /no uid/],
       [body({ uid: "1", objects: [] }), /no desiredAPIVersion/],
       [body({ uid: "1", desiredAPIVersion: "a/b", objects: [1] }), /not a list of objects/],
+      [body({ uid: "1", desiredAPIVersion: "a/b", objects: [{ kind: "X" }] }), /with apiVersion/],
     ];
     for (const [review, message] of bad) {
       assert.throws(() => decodeConversionReview(review), message);

@@ -1,0 +1,105 @@
+/**
+ * The one place that reads the runtime's globals (`Deno`, `Bun`), typed. Code that needs what
+ * only one runtime offers (TLS connections, serving, timers that do not hold the process open)
+ * asks here instead of casting `globalThis` itself.
+ *
+ * @module
+ */
+
+/**
+ * The parts of Bun's global object that Rudder uses. Bun's own types are not available to
+ * `deno check`, so this declares the few members Rudder calls, as Bun documents them.
+ */
+export interface BunGlobal {
+  /** Bun's version, such as `1.2.3`. */
+  readonly version: string;
+  /** Starts an HTTP(S) server; it listens once this returns. */
+  serve(options: BunServeOptions): BunServer;
+}
+
+/** The options of {@linkcode BunGlobal.serve} that Rudder passes. */
+export interface BunServeOptions {
+  /** Address to listen on. */
+  hostname?: string;
+  /** Port to listen on; 0 for a free one. */
+  port?: number;
+  /** Answers each request. */
+  fetch(request: Request): Response | Promise<Response>;
+  /** Serves HTTPS with this PEM pair; `secureOptions` are OpenSSL's `SSL_OP_*` flags. */
+  tls?: { cert: string; key: string; secureOptions?: number };
+}
+
+/** A server started by {@linkcode BunGlobal.serve}. */
+export interface BunServer {
+  /** The address it listens on. */
+  readonly hostname: string;
+  /** The port it listens on. */
+  readonly port: number;
+  /** Stops listening; with `true`, also closes the connections in use. */
+  stop(closeActiveConnections?: boolean): Promise<void> | void;
+}
+
+// No cast: under `deno check` globalThis has `Deno`, so it fits this type; at run time at most
+// one of the two exists, hence both optional.
+const globals: { Deno?: typeof Deno; Bun?: BunGlobal } = globalThis;
+
+/**
+ * Deno's namespace when running on Deno, otherwise `undefined`.
+ *
+ * @example
+ * ```ts
+ * import { deno } from "./runtime.ts";
+ *
+ * console.log(deno()?.version.deno ?? "not Deno");
+ * ```
+ */
+export function deno(): typeof Deno | undefined {
+  return globals.Deno;
+}
+
+/**
+ * Bun's global when running on Bun, otherwise `undefined`.
+ *
+ * @example
+ * ```ts
+ * import { bun } from "./runtime.ts";
+ *
+ * console.log(bun()?.version ?? "not Bun");
+ * ```
+ */
+export function bun(): BunGlobal | undefined {
+  return globals.Bun;
+}
+
+/**
+ * The runtime this code runs on; `"node"` for any other (Node, or another runtime that offers
+ * Node's API).
+ *
+ * @example
+ * ```ts
+ * import { runtimeName } from "./runtime.ts";
+ *
+ * console.log(runtimeName()); // "deno" under `deno run`
+ * ```
+ */
+export function runtimeName(): "deno" | "bun" | "node" {
+  if (globals.Deno) return "deno";
+  if (globals.Bun) return "bun";
+  return "node";
+}
+
+/**
+ * Lets the process exit while `timer` is pending: Deno's timers are numbers that
+ * `Deno.unrefTimer` releases, Bun's and Node's are objects with `unref()`.
+ *
+ * @example
+ * ```ts
+ * import { unrefTimer } from "./runtime.ts";
+ *
+ * unrefTimer(setTimeout(() => console.log("only if something else keeps the process"), 1000));
+ * ```
+ */
+export function unrefTimer(timer: ReturnType<typeof setTimeout>): void {
+  if (typeof timer === "number") globals.Deno?.unrefTimer(timer);
+  else (timer as { unref?(): void }).unref?.();
+}
