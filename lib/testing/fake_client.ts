@@ -49,13 +49,8 @@ import type {
   PatchOptions,
   UpdateOptions,
 } from "../client/options.ts";
-import {
-  applyJsonPatch,
-  applyMergePatch,
-  type JsonPatchOperation,
-  type Patch,
-  type PatchType,
-} from "../client/patch.ts";
+import { applyMergePatch, type Patch, type PatchType } from "../client/patch.ts";
+import { applyJsonPatch, type JsonPatchOperation } from "../client/json_patch.ts";
 import { applyStrategicMergePatch, schemaForKind } from "../client/strategic_merge.ts";
 import { ApiError, type StatusCause, type StatusDetails } from "../kube/errors.ts";
 import { isJsonObject, jsonClone, jsonEqual, type JsonObject } from "../util/json.ts";

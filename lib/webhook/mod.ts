@@ -104,7 +104,6 @@ export {
   WEBHOOK_CERT_ENV,
   webhookCertificatesFromEnv,
 } from "./rotation.ts";
-export { createJSONPatch, escapePointerToken, type JSONPatchOperation } from "./json_patch.ts";
 export {
   CONVERSION_PATH,
   DEFAULT_CERT_POLL_INTERVAL_MS,
