@@ -17,6 +17,7 @@ import { Store, type StoreOptions } from "./store.ts";
 import { Dispatcher, type HandlerRegistration, type ResourceEventHandler } from "./dispatcher.ts";
 import { Reflector, type StoreChange } from "./reflector.ts";
 import { type Watcher, watcher, type WatcherOptions, type WatcherState } from "./watcher.ts";
+import { jittered } from "../util/timers.ts";
 
 export type { HandlerRegistration, ResourceEventHandler } from "./dispatcher.ts";
 
@@ -70,10 +71,6 @@ export interface InformerOptions<T extends KubeObject>
 
 const DEFAULT_RESYNC_MS = 10 * 60 * 60 * 1000;
 const DEFAULT_UNHEALTHY_AFTER_MS = 60_000;
-
-function jittered(ms: number, fraction: number): number {
-  return ms * (1 - fraction + Math.random() * 2 * fraction);
-}
 
 /**
  * Lists and watches one kind into a {@linkcode Store}, tells handlers about every change, and

@@ -31,6 +31,8 @@ import { ApiError, isGone, isTooManyRequests, type Status } from "../kube/errors
 import type { QueryValue, RestClient } from "../kube/rest.ts";
 import { WatchDecodeError, type WatchEvent } from "../kube/watch.ts";
 import { sleep } from "../util/abort.ts";
+import { errorMessage } from "../util/logging.ts";
+import { jittered } from "../util/timers.ts";
 
 const logger = getLogger(["rudder", "cache", "watcher"]);
 
@@ -213,14 +215,6 @@ function isRefusal(err: unknown): boolean {
   if (err instanceof WatchDecodeError || err instanceof WatchProtocolError) return true;
   return err instanceof ApiError && err.code >= 400 && err.code < 500 && err.code !== 408 &&
     err.code !== 429;
-}
-
-function jittered(ms: number, fraction: number): number {
-  return ms * (1 - fraction + Math.random() * 2 * fraction);
-}
-
-function describeError(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 /**
@@ -437,7 +431,7 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
     backoff: number,
     maxBackoff: number,
   ): { resume: "Listing" | "Watching"; waitMs: number } {
-    const message = describeError(err);
+    const message = errorMessage(err);
     this.#status.lastError = message;
     this.#status.failingSince ??= Date.now();
     if (err instanceof RelistNeeded || isGone(err) || isResourceVersionTooLarge(err)) {

@@ -31,6 +31,8 @@ import type { KubeObject } from "../api/resource.ts";
 import type { Client } from "../client/client.ts";
 import { rawPatch } from "../client/patch.ts";
 import { ApiError, isNotFound } from "../kube/errors.ts";
+import { errorMessage } from "../util/logging.ts";
+import { unrefTimer } from "../util/timers.ts";
 
 const logger = getLogger(["rudder", "events"]);
 
@@ -156,21 +158,10 @@ function eventName(regardingName: string): string {
   return `${prefix || "event"}.${hex}`;
 }
 
-/** Lets the process exit while `timer` is pending (Deno returns numbers, Bun timer objects). */
-function unref(timer: Timer): void {
-  if (typeof timer === "number") {
-    (globalThis as { Deno?: { unrefTimer?(id: number): void } }).Deno?.unrefTimer?.(timer);
-  } else (timer as { unref?(): void }).unref?.();
-}
-
 /** A short description of a failure for logs: the API's code and reason, or the error's name. */
 function failureKind(err: unknown): string {
   if (err instanceof ApiError) return `${err.code} ${err.reason}`;
   return err instanceof Error ? err.name : typeof err;
-}
-
-function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 function describe(ref: ObjectReference): string {
@@ -397,7 +388,7 @@ export class EventRecorder {
     if (series.timer !== undefined) return; // the pending write will carry the latest count
     const delay = Math.max(0, series.lastWrite + this.#settings.seriesUpdateInterval - now);
     series.timer = setTimeout(() => this.#writeSeriesNow(series), delay);
-    unref(series.timer);
+    unrefTimer(series.timer);
     this.#scheduled.add(series);
   }
 

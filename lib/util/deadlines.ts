@@ -10,6 +10,8 @@
  * @module
  */
 
+import { unrefTimer } from "./timers.ts";
+
 /** A deadline that has not passed yet; cancel it once the operation is over. */
 export interface Deadline {
   /** Forgets the deadline; its callback will not run. Safe to call more than once. */
@@ -108,7 +110,7 @@ export class Deadlines {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#armedAt = at;
     this.#timer = setTimeout(this.#fire, Math.max(0, at - this.#now()));
-    unref(this.#timer);
+    unrefTimer(this.#timer);
   }
 
   #fire = (): void => {
@@ -161,14 +163,5 @@ function compact(queue: Queue): void {
   } else if (queue.head > 1024 && queue.head * 2 > queue.entries.length) {
     queue.entries = queue.entries.slice(queue.head);
     queue.head = 0;
-  }
-}
-
-/** Lets the process exit while the timer is armed (Deno, Bun and Node each have their way). */
-function unref(timer: ReturnType<typeof setTimeout>): void {
-  if (typeof timer === "number") {
-    (globalThis as { Deno?: { unrefTimer(id: number): void } }).Deno?.unrefTimer(timer);
-  } else {
-    (timer as { unref?: () => void }).unref?.();
   }
 }
