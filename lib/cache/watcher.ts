@@ -241,6 +241,16 @@ function isDecimal(text: string): boolean {
   return text.length > 0;
 }
 
+/** Kind, namespace and selectors of a watch, for log records and messages. */
+export function describeWatch(
+  type: ResourceType<KubeObject>,
+  options: Pick<WatcherOptions, "namespace" | "labelSelector" | "fieldSelector">,
+): string {
+  const where = type.scope === "Namespaced" && options.namespace ? ` in ${options.namespace}` : "";
+  const selectors = [options.labelSelector, options.fieldSelector].filter(Boolean).join(", ");
+  return `${type.kind}${where}${selectors ? ` (${selectors})` : ""}`;
+}
+
 /** True when `a` is known to be older than `b`. */
 export function isOlderResourceVersion(a: string | undefined, b: string | undefined): boolean {
   return (compareResourceVersions(a, b) ?? 0) < 0;
@@ -347,11 +357,7 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
     this.#options = options;
     this.#signal = options.signal ?? new AbortController().signal;
     this.#streamingList = options.streamingList ?? false;
-    const where = type.scope === "Namespaced" && options.namespace
-      ? ` in ${options.namespace}`
-      : "";
-    const selectors = [options.labelSelector, options.fieldSelector].filter(Boolean).join(", ");
-    this.#description = `${type.kind}${where}${selectors ? ` (${selectors})` : ""}`;
+    this.#description = describeWatch(type, options);
   }
 
   status(): WatcherStatus {
