@@ -1,6 +1,6 @@
 /**
- * The example operator's entry point: the Manager exactly as DESIGN.md §1 builds it. Outside a
- * cluster, set LEADER_ELECTION_NAMESPACE (leader election needs a namespace for its Lease),
+ * The example operator's entry point: a Manager with leader election, metrics and probes.
+ * Outside a cluster, set LEADER_ELECTION_NAMESPACE (leader election needs a namespace for its Lease),
  * and METRICS_BIND_ADDRESS or HEALTH_PROBE_BIND_ADDRESS to move the servers. ENABLE_WEBHOOKS=true
  * serves the Example webhooks on :9443 (the Deployment `rudder manifests` writes sets it), with
  * the certificate from /tmp/k8s-webhook-server/serving-certs.
@@ -32,7 +32,7 @@ export function setup(mgr: Manager, options: { webhooks?: boolean } = {}): void 
 }
 
 /**
- * The manager of DESIGN.md §1, with its controller registered, and its webhooks when
+ * The example's manager, with its controller registered, and its webhooks when
  * `webhooks` (default: `ENABLE_WEBHOOKS=true` in the environment).
  */
 export function createManager(

@@ -149,15 +149,36 @@ interface Scope {
   metadataOnly: boolean;
 }
 
+/** Objects this process wrote, newer than the store, by object key ("read your own writes"). */
+type Overlay = Map<string, { obj: DeepReadonly<KubeObject> | null; rv: number; scope: string }>;
+
 /** One kind's informers and indexes. */
 interface KindEntry {
   type: ResourceType<KubeObject>;
   informers: Map<string, Informer<KubeObject>>;
   scopes: Map<string, Scope>;
   indexers: Map<string, IndexFunc<KubeObject>>;
-  /** Objects this process wrote, newer than the store, by object key ("read your own writes"). */
-  overlay: Map<string, { obj: DeepReadonly<KubeObject> | null; rv: number; scope: string }>;
+  overlay: Overlay;
   shared: SharedInformer<KubeObject>;
+}
+
+/** A kind's informers (one per namespace) seen as one. */
+function sharedInformer(
+  type: ResourceType<KubeObject>,
+  informers: Map<string, Informer<KubeObject>>,
+): SharedInformer<KubeObject> {
+  return {
+    type,
+    addEventHandler: (handler) => {
+      const registrations = [...informers.values()].map((i) => i.addEventHandler(handler));
+      return {
+        remove: () => registrations.forEach((r) => r.remove()),
+        hasSynced: () => registrations.every((r) => r.hasSynced()),
+      };
+    },
+    hasSynced: () => [...informers.values()].every((i) => i.hasSynced()),
+    health: () => [...informers.values()].map((i) => i.health()),
+  };
 }
 
 function resourceVersionNumber(obj: { metadata?: { resourceVersion?: string } } | undefined) {
@@ -401,14 +422,8 @@ class InformerCache implements Cache {
     if (existing || !create) return existing;
     const scopes = this.#scopes(type);
     if (metadataOnly) { for (const scope of scopes.values()) scope.metadataOnly = true; }
-    const entry: KindEntry = {
-      type,
-      informers: new Map(),
-      scopes,
-      indexers: new Map(),
-      overlay: new Map(),
-      shared: undefined as unknown as SharedInformer<KubeObject>,
-    };
+    const informers = new Map<string, Informer<KubeObject>>();
+    const overlay: Overlay = new Map();
     for (const scope of scopes.values()) {
       const informer = new Informer<KubeObject>(this.#rest, type, {
         ...this.#options.informer,
@@ -418,23 +433,19 @@ class InformerCache implements Cache {
         transform: scope.transform,
         metadataOnly: scope.metadataOnly,
         resyncPeriod: this.#options.syncPeriod,
-        onChange: (key, rv) => this.#caughtUp(entry, key, rv),
-        onReplace: (rv) => this.#caughtUpAll(entry, scope.namespace, rv),
+        onChange: (key, rv) => caughtUp(overlay, key, rv),
+        onReplace: (rv) => caughtUpAll(overlay, scope.namespace, rv),
       });
-      entry.informers.set(scope.namespace, informer);
+      informers.set(scope.namespace, informer);
       if (this.#signal) this.#run(informer);
     }
-    entry.shared = {
+    const entry: KindEntry = {
       type,
-      addEventHandler: (handler) => {
-        const registrations = [...entry.informers.values()].map((i) => i.addEventHandler(handler));
-        return {
-          remove: () => registrations.forEach((r) => r.remove()),
-          hasSynced: () => registrations.every((r) => r.hasSynced()),
-        };
-      },
-      hasSynced: () => [...entry.informers.values()].every((i) => i.hasSynced()),
-      health: () => [...entry.informers.values()].map((i) => i.health()),
+      informers,
+      scopes,
+      indexers: new Map(),
+      overlay,
+      shared: sharedInformer(type, informers),
     };
     this.#kinds.set(key, entry);
     logger.debug("Created informers for {kind} in {namespaces}", {
@@ -639,24 +650,26 @@ class InformerCache implements Cache {
       scope: scopeKey,
     });
   }
+}
 
-  #caughtUp(entry: KindEntry, key: string, resourceVersion: string | undefined): void {
-    const own = entry.overlay.get(key);
-    if (!own) return;
-    const rv = resourceVersion && /^\d+$/.test(resourceVersion)
-      ? Number(resourceVersion)
-      : undefined;
-    if (rv !== undefined && rv >= own.rv) entry.overlay.delete(key);
-  }
+/** The store caught up with an own write: its overlay entry goes. */
+function caughtUp(overlay: Overlay, key: string, resourceVersion: string | undefined): void {
+  const own = overlay.get(key);
+  if (!own) return;
+  const rv = resourceVersion && /^\d+$/.test(resourceVersion) ? Number(resourceVersion) : undefined;
+  if (rv !== undefined && rv >= own.rv) overlay.delete(key);
+}
 
-  #caughtUpAll(entry: KindEntry, namespace: string, resourceVersion: string | undefined): void {
-    const rv = resourceVersion && /^\d+$/.test(resourceVersion)
-      ? Number(resourceVersion)
-      : undefined;
-    if (rv === undefined) return;
-    for (const [key, own] of entry.overlay) {
-      if (own.scope === namespace && rv >= own.rv) entry.overlay.delete(key);
-    }
+/** A list at `resourceVersion` replaced a scope's store: the own writes it covers go. */
+function caughtUpAll(
+  overlay: Overlay,
+  namespace: string,
+  resourceVersion: string | undefined,
+): void {
+  const rv = resourceVersion && /^\d+$/.test(resourceVersion) ? Number(resourceVersion) : undefined;
+  if (rv === undefined) return;
+  for (const [key, own] of overlay) {
+    if (own.scope === namespace && rv >= own.rv) overlay.delete(key);
   }
 }
 

@@ -1,5 +1,5 @@
 /**
- * The dispatcher: hands a reflector's store changes to event handlers. Each handler has its
+ * The dispatcher: hands the store changes a reflector (./reflector.ts) makes to event handlers. Each handler has its
  * own queue, drained by its own loop, so a slow or throwing handler never blocks the stream
  * reader, nor any other handler.
  *
@@ -9,9 +9,29 @@
 import { setImmediate } from "node:timers";
 import { getLogger } from "@logtape/logtape";
 import type { DeepReadonly } from "../api/readonly.ts";
-import type { StoreChange } from "./reflector.ts";
 
 const logger = getLogger(["rudder", "cache", "informer"]);
+
+/**
+ * One change a reflector made to its store, as it reaches the dispatcher. `initial` marks adds
+ * from a (re)list; `listed` follows the changes of each completed list.
+ *
+ * @example
+ * ```ts
+ * import type { ConfigMap } from "@rudder/operator";
+ * import type { StoreChange } from "@rudder/operator/cache";
+ *
+ * function describe(change: StoreChange<ConfigMap>): string {
+ *   return change.type === "listed" ? `listed at ${change.resourceVersion}` : change.type;
+ * }
+ * console.log(describe({ type: "listed", resourceVersion: "42" })); // listed at 42
+ * ```
+ */
+export type StoreChange<T> =
+  | { type: "add"; obj: DeepReadonly<T>; initial: boolean }
+  | { type: "update"; old: DeepReadonly<T>; obj: DeepReadonly<T> }
+  | { type: "delete"; obj: DeepReadonly<T> }
+  | { type: "listed"; resourceVersion?: string };
 
 /**
  * What an informer's handler hears, as client-go's `ResourceEventHandler`. `isInInitialList`

@@ -4,9 +4,10 @@
  *
  * It is three pieces that snap together, as in kube-rs: the watcher (./watcher.ts, the
  * list-and-watch state machine Listing → Watching ⇄ Backoff, usable on its own), the reflector
- * (./reflector.ts, which applies its events to the store) and the dispatcher
- * (./dispatcher.ts, one queue per handler, so a slow handler cannot make the API server drop
- * the watch). The informer adds resyncs, sync waiting and health.
+ * (./reflector.ts, which applies its events to the store and hands each change to the
+ * dispatcher) and the dispatcher (./dispatcher.ts, one queue per handler, so a slow handler
+ * cannot make the API server drop the watch). The informer wires them and adds resyncs and
+ * health.
  *
  * @module
  */
@@ -15,39 +16,39 @@ import type { KubeObject, ResourceType } from "../api/resource.ts";
 import type { RestClient } from "../kube/rest.ts";
 import { Store, type StoreOptions } from "./store.ts";
 import { Dispatcher, type HandlerRegistration, type ResourceEventHandler } from "./dispatcher.ts";
-import { Reflector, type StoreChange } from "./reflector.ts";
-import { type Watcher, watcher, type WatcherOptions, type WatcherState } from "./watcher.ts";
+import { Reflector } from "./reflector.ts";
+import {
+  describeWatch,
+  type Watcher,
+  watcher,
+  type WatcherOptions,
+  type WatcherState,
+  type WatcherStatus,
+} from "./watcher.ts";
+import { jittered } from "../util/timers.ts";
 
 export type { HandlerRegistration, ResourceEventHandler } from "./dispatcher.ts";
 
 /** Where the informer is in its cycle: the watcher's state, or `Stopped`. */
 export type InformerState = "Stopped" | WatcherState;
 
-/** The health of one informer's watch, for readiness checks and metrics. */
-export interface InformerHealth {
+/**
+ * The health of one informer's watch, for readiness checks and metrics: its watcher's status,
+ * with the informer's state (`Stopped` when it is not running) and what the informer adds.
+ * `failingSince` is only set while the informer runs.
+ */
+export interface InformerHealth extends Omit<WatcherStatus, "state"> {
   /** Kind, namespace and selectors, for messages. */
   description: string;
-  /** Current state. */
+  /** The watcher's state while the informer runs, `Stopped` otherwise. */
   state: InformerState;
   /** True once the first list is in the store. */
   synced: boolean;
-  /** Epoch milliseconds of the last event or bookmark seen. */
-  lastEventTime?: number;
-  /** The last error, cleared when a watch runs healthily again. */
-  lastError?: string;
-  /** Epoch milliseconds of the first failure of the current unbroken run of failures. */
-  failingSince?: number;
   /**
    * True when the watch has been failing (backing off between attempts) for longer than the
    * informer's `unhealthyAfter`: readiness fails then.
    */
   stuck?: boolean;
-  /** The resourceVersion the next watch starts from. */
-  resourceVersion?: string;
-  /** How many lists were made (1 on a healthy run). */
-  lists: number;
-  /** How many watches were started. */
-  watches: number;
 }
 
 /** Options of {@linkcode Informer}. */
@@ -70,10 +71,6 @@ export interface InformerOptions<T extends KubeObject>
 
 const DEFAULT_RESYNC_MS = 10 * 60 * 60 * 1000;
 const DEFAULT_UNHEALTHY_AFTER_MS = 60_000;
-
-function jittered(ms: number, fraction: number): number {
-  return ms * (1 - fraction + Math.random() * 2 * fraction);
-}
 
 /**
  * Lists and watches one kind into a {@linkcode Store}, tells handlers about every change, and
@@ -104,9 +101,8 @@ export class Informer<T extends KubeObject> {
   readonly #rest: RestClient;
   readonly #options: InformerOptions<T>;
   readonly #dispatcher: Dispatcher<T>;
-  readonly #syncWaiters: (() => void)[] = [];
+  readonly #reflector: Reflector<T>;
   readonly #description: string;
-  #synced = false;
   #watcher: Watcher<T> | undefined;
   #running = false;
 
@@ -116,54 +112,42 @@ export class Informer<T extends KubeObject> {
     this.type = type;
     this.#options = options;
     this.store = options.store ?? new Store<T>(options);
-    const where = type.scope === "Namespaced" && options.namespace
-      ? ` in ${options.namespace}`
-      : "";
-    const selectors = [options.labelSelector, options.fieldSelector].filter(Boolean).join(", ");
-    this.#description = `${type.kind}${where}${selectors ? ` (${selectors})` : ""}`;
+    this.#description = describeWatch(type, options);
     this.#dispatcher = new Dispatcher(this.#description);
+    this.#reflector = new Reflector(this.store, {
+      dispatcher: this.#dispatcher,
+      onChange: options.onChange,
+      onReplace: options.onReplace,
+    });
   }
 
   /** True once the first list is in the store. */
   hasSynced(): boolean {
-    return this.#synced;
+    return this.#reflector.hasSynced();
   }
 
   /** Resolves when the first list is in the store; rejects when `signal` aborts first. */
   waitForSync(signal?: AbortSignal): Promise<void> {
-    if (this.#synced) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      const onAbort = () => reject(signal!.reason);
-      signal?.addEventListener("abort", onAbort, { once: true });
-      this.#syncWaiters.push(() => {
-        signal?.removeEventListener("abort", onAbort);
-        resolve();
-      });
-    });
+    return this.#reflector.waitForSync(signal);
   }
 
   /** A snapshot of the watch's health. */
   health(): InformerHealth {
     const status = this.#watcher?.status();
-    const health: InformerHealth = {
-      description: this.#description,
-      state: this.#running && status ? status.state : "Stopped",
-      synced: this.#synced,
-      lists: status?.lists ?? 0,
-      watches: status?.watches ?? 0,
+    const description = this.#description;
+    const synced = this.hasSynced();
+    if (!status) return { description, state: "Stopped", synced, lists: 0, watches: 0 };
+    const { failingSince, ...watch } = status;
+    const failing = this.#running ? failingSince : undefined;
+    const limit = this.#options.unhealthyAfter ?? DEFAULT_UNHEALTHY_AFTER_MS;
+    return {
+      ...watch,
+      description,
+      state: this.#running ? status.state : "Stopped",
+      synced,
+      ...(failing === undefined ? {} : { failingSince: failing }),
+      stuck: failing !== undefined && Date.now() - failing >= limit,
     };
-    if (!status) return health;
-    health.lastEventTime = status.lastEventTime;
-    health.lastError = status.lastError;
-    health.resourceVersion = status.resourceVersion;
-    if (this.#running && status.failingSince !== undefined) {
-      health.failingSince = status.failingSince;
-      const limit = this.#options.unhealthyAfter ?? DEFAULT_UNHEALTHY_AFTER_MS;
-      health.stuck = Date.now() - status.failingSince >= limit;
-    } else {
-      health.stuck = false;
-    }
-    return health;
   }
 
   /**
@@ -171,7 +155,7 @@ export class Informer<T extends KubeObject> {
    * an add with `isInInitialList` true, like a handler added before the first list.
    */
   addEventHandler(handler: ResourceEventHandler<T>): HandlerRegistration {
-    return this.#dispatcher.add(handler, this.#synced ? this.store.list() : undefined);
+    return this.#dispatcher.add(handler, this.hasSynced() ? this.store.list() : undefined);
   }
 
   /**
@@ -185,11 +169,6 @@ export class Informer<T extends KubeObject> {
     this.#running = true;
     const events = watcher(this.#rest, this.type, { ...this.#options, signal });
     this.#watcher = events;
-    const reflector = new Reflector(this.store, {
-      onStoreChange: (change) => this.#dispatch(change),
-      onChange: this.#options.onChange,
-      onReplace: this.#options.onReplace,
-    });
     let resyncTimer: ReturnType<typeof setTimeout> | undefined;
     const scheduleResync = () => {
       const period = this.#options.resyncPeriod ?? DEFAULT_RESYNC_MS;
@@ -203,18 +182,10 @@ export class Informer<T extends KubeObject> {
     };
     scheduleResync();
     try {
-      for await (const event of events) reflector.apply(event);
+      for await (const event of events) this.#reflector.apply(event);
     } finally {
       clearTimeout(resyncTimer);
       this.#running = false;
-    }
-  }
-
-  #dispatch(change: StoreChange<T>): void {
-    this.#dispatcher.dispatch(change);
-    if (change.type === "listed" && !this.#synced) {
-      this.#synced = true;
-      for (const resolve of this.#syncWaiters.splice(0)) resolve();
     }
   }
 }

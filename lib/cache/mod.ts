@@ -42,7 +42,12 @@ export {
   type InformerOptions,
   type InformerState,
 } from "./informer.ts";
-export { Dispatcher, type HandlerRegistration, type ResourceEventHandler } from "./dispatcher.ts";
+export {
+  Dispatcher,
+  type HandlerRegistration,
+  type ResourceEventHandler,
+  type StoreChange,
+} from "./dispatcher.ts";
 export {
   isResourceVersionTooLarge,
   type Watcher,
@@ -52,7 +57,7 @@ export {
   type WatcherState,
   type WatcherStatus,
 } from "./watcher.ts";
-export { Reflector, reflector, type ReflectorOptions, type StoreChange } from "./reflector.ts";
+export { Reflector, reflector, type ReflectorOptions } from "./reflector.ts";
 export {
   type IndexFunc,
   objectKey,

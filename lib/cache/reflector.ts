@@ -1,32 +1,27 @@
 /**
- * The reflector: applies a watcher's events (./watcher.ts) to a {@linkcode Store}. A list is
- * gathered from `Init` to `InitDone` and swapped in at once, so readers never see half a list;
- * each listed object is transformed and frozen as it comes, while the next page is on its way.
- * `Apply` and `Delete` change one object. Each change to the store is reported as a
- * {@linkcode StoreChange}, with the previous state, for whoever dispatches to handlers.
+ * The reflector: applies a watcher's events (./watcher.ts) to a {@linkcode Store} and hands
+ * each change, as a `StoreChange` with the previous state, to a dispatcher
+ * (./dispatcher.ts) once the store has it, as kube-rs's reflector does. A list is gathered from
+ * `Init` to `InitDone` and swapped in at once, so readers never see half a list; each listed
+ * object is transformed and frozen as it comes, while the next page is on its way. `Apply` and
+ * `Delete` change one object. The reflector also knows when the first list is in the store.
  *
  * @module
  */
 
 import type { KubeObject } from "../api/resource.ts";
 import { deepFreeze, type DeepReadonly } from "../api/readonly.ts";
+import type { Dispatcher } from "./dispatcher.ts";
 import { objectKey, type Store, type StoreReplacement } from "./store.ts";
 import { isOlderResourceVersion, type WatcherEvent } from "./watcher.ts";
 
-/**
- * One change a reflector made to its store. `initial` marks adds from a (re)list; `listed`
- * follows the changes of each completed list.
- */
-export type StoreChange<T> =
-  | { type: "add"; obj: DeepReadonly<T>; initial: boolean }
-  | { type: "update"; old: DeepReadonly<T>; obj: DeepReadonly<T> }
-  | { type: "delete"; obj: DeepReadonly<T> }
-  | { type: "listed"; resourceVersion?: string };
-
 /** Options of {@linkcode Reflector} and {@linkcode reflector}. */
 export interface ReflectorOptions<T> {
-  /** Called with each change, right after the store made it. */
-  onStoreChange?: (change: StoreChange<T>) => void;
+  /**
+   * Where each change goes right after the store made it: an informer's {@linkcode Dispatcher},
+   * which queues it for every handler (anything with its `dispatch` will do).
+   */
+  dispatcher?: Pick<Dispatcher<T>, "dispatch">;
   /** Called after each watch event changed the store. */
   onChange?: (key: string, resourceVersion: string | undefined) => void;
   /** Called after a list replaced the store's contents. */
@@ -60,11 +55,31 @@ export class Reflector<T extends KubeObject> {
   readonly #options: ReflectorOptions<T>;
   /** The list being received, between Init and InitDone. */
   #replacement: StoreReplacement<T> | undefined;
+  #synced = false;
+  readonly #syncWaiters: (() => void)[] = [];
 
   /** A reflector into `store`; `options` hears about each change. */
   constructor(store: Store<T>, options: ReflectorOptions<T> = {}) {
     this.store = store;
     this.#options = options;
+  }
+
+  /** True once a first list is in the store (kube-rs: the store is ready). */
+  hasSynced(): boolean {
+    return this.#synced;
+  }
+
+  /** Resolves when a first list is in the store; rejects when `signal` aborts first. */
+  waitForSync(signal?: AbortSignal): Promise<void> {
+    if (this.#synced) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const onAbort = () => reject(signal!.reason);
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.#syncWaiters.push(() => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      });
+    });
   }
 
   /** Applies one event to the store. */
@@ -92,14 +107,19 @@ export class Reflector<T extends KubeObject> {
   #replace(replacement: StoreReplacement<T>, resourceVersion: string | undefined): void {
     const diff = replacement.commit();
     this.#options.onReplace?.(resourceVersion);
-    const emit = this.#options.onStoreChange;
-    if (!emit) return;
-    for (const obj of diff.deleted) emit({ type: "delete", obj });
-    for (const { previous, current } of diff.updated) {
-      emit({ type: "update", old: previous, obj: current });
+    const dispatcher = this.#options.dispatcher;
+    if (dispatcher) {
+      for (const obj of diff.deleted) dispatcher.dispatch({ type: "delete", obj });
+      for (const { previous, current } of diff.updated) {
+        dispatcher.dispatch({ type: "update", old: previous, obj: current });
+      }
+      for (const obj of diff.added) dispatcher.dispatch({ type: "add", obj, initial: true });
+      dispatcher.dispatch({ type: "listed", resourceVersion });
     }
-    for (const obj of diff.added) emit({ type: "add", obj, initial: true });
-    emit({ type: "listed", resourceVersion });
+    if (!this.#synced) {
+      this.#synced = true;
+      for (const resolve of this.#syncWaiters.splice(0)) resolve();
+    }
   }
 
   #change(type: "Apply" | "Delete", object: T, resourceVersion: string | undefined): void {
@@ -107,15 +127,18 @@ export class Reflector<T extends KubeObject> {
     const current = this.store.get(key);
     const rv = object.metadata?.resourceVersion;
     if (current && isOlderResourceVersion(rv, current.metadata?.resourceVersion)) return;
-    const emit = this.#options.onStoreChange;
+    const dispatcher = this.#options.dispatcher;
     if (type === "Delete") {
       const previous = this.store.delete(key);
       // The stored state went through the transform; the event's object did not.
-      emit?.({ type: "delete", obj: previous ?? (deepFreeze(object) as DeepReadonly<T>) });
+      dispatcher?.dispatch({
+        type: "delete",
+        obj: previous ?? (deepFreeze(object) as DeepReadonly<T>),
+      });
     } else {
       const { stored, previous } = this.store.upsert(object);
-      if (previous) emit?.({ type: "update", old: previous, obj: stored });
-      else emit?.({ type: "add", obj: stored, initial: false });
+      if (previous) dispatcher?.dispatch({ type: "update", old: previous, obj: stored });
+      else dispatcher?.dispatch({ type: "add", obj: stored, initial: false });
     }
     this.#options.onChange?.(key, resourceVersion);
   }

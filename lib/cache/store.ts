@@ -4,8 +4,8 @@
  * lists by namespace and by any registered key.
  *
  * Objects are frozen once, when they enter the store; nothing ever copies them afterwards. A
- * reader that wants to change one clones it first (DESIGN §5: cheaper in time and memory than
- * copying on every read).
+ * reader that wants to change one clones it first, which costs less time and memory than
+ * copying on every read.
  *
  * @module
  */

@@ -31,6 +31,8 @@ import { ApiError, isGone, isTooManyRequests, type Status } from "../kube/errors
 import type { QueryValue, RestClient } from "../kube/rest.ts";
 import { WatchDecodeError, type WatchEvent } from "../kube/watch.ts";
 import { sleep } from "../util/abort.ts";
+import { errorMessage } from "../util/logging.ts";
+import { jittered } from "../util/timers.ts";
 
 const logger = getLogger(["rudder", "cache", "watcher"]);
 
@@ -215,14 +217,6 @@ function isRefusal(err: unknown): boolean {
     err.code !== 429;
 }
 
-function jittered(ms: number, fraction: number): number {
-  return ms * (1 - fraction + Math.random() * 2 * fraction);
-}
-
-function describeError(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
 /**
  * Orders two resourceVersions: negative when `a` is older than `b`, 0 when equal, positive
  * when newer; `undefined` when they cannot be ordered. resourceVersions are opaque, but the
@@ -245,6 +239,16 @@ function isDecimal(text: string): boolean {
     if (c < 0x30 || c > 0x39) return false;
   }
   return text.length > 0;
+}
+
+/** Kind, namespace and selectors of a watch, for log records and messages. */
+export function describeWatch(
+  type: ResourceType<KubeObject>,
+  options: Pick<WatcherOptions, "namespace" | "labelSelector" | "fieldSelector">,
+): string {
+  const where = type.scope === "Namespaced" && options.namespace ? ` in ${options.namespace}` : "";
+  const selectors = [options.labelSelector, options.fieldSelector].filter(Boolean).join(", ");
+  return `${type.kind}${where}${selectors ? ` (${selectors})` : ""}`;
 }
 
 /** True when `a` is known to be older than `b`. */
@@ -353,11 +357,7 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
     this.#options = options;
     this.#signal = options.signal ?? new AbortController().signal;
     this.#streamingList = options.streamingList ?? false;
-    const where = type.scope === "Namespaced" && options.namespace
-      ? ` in ${options.namespace}`
-      : "";
-    const selectors = [options.labelSelector, options.fieldSelector].filter(Boolean).join(", ");
-    this.#description = `${type.kind}${where}${selectors ? ` (${selectors})` : ""}`;
+    this.#description = describeWatch(type, options);
   }
 
   status(): WatcherStatus {
@@ -437,7 +437,7 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
     backoff: number,
     maxBackoff: number,
   ): { resume: "Listing" | "Watching"; waitMs: number } {
-    const message = describeError(err);
+    const message = errorMessage(err);
     this.#status.lastError = message;
     this.#status.failingSince ??= Date.now();
     if (err instanceof RelistNeeded || isGone(err) || isResourceVersionTooLarge(err)) {

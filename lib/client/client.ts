@@ -160,7 +160,8 @@ export interface SubResourceClient {
 }
 
 /**
- * The client of DESIGN.md: reads, writes, the `status` and any other subresource, paged reads.
+ * An uncached client, as controller-runtime's `client.Client`: reads, writes, the `status` and any
+ * other subresource, paged reads.
  *
  * @example
  * ```ts

@@ -2,7 +2,8 @@
  * The client: typed reads and writes against the API server, as controller-runtime's
  * `pkg/client`. {@linkcode newClient} talks to the API server directly; a manager's client
  * (`mgr.getClient()`) reads from the cache and writes to the API server. Patches
- * ({@linkcode mergeFrom}, {@linkcode strategicMergeFrom}, {@linkcode jsonPatch}), wrappers
+ * ({@linkcode mergeFrom}, {@linkcode strategicMergeFrom}, {@linkcode jsonPatch}, and
+ * {@linkcode createJsonPatch} for the JSON patch between two objects), wrappers
  * ({@linkcode withFieldOwner}, {@linkcode dryRunClient}, {@linkcode namespacedClient}) and the
  * API's errors ({@linkcode ApiError}, {@linkcode ignoreNotFound}, …) live here too.
  *
@@ -57,7 +58,6 @@ export type {
 } from "./options.ts";
 export {
   jsonPatch,
-  type JsonPatchOperation,
   mergeFrom,
   type MergeFromOptions,
   type Patch,
@@ -65,6 +65,7 @@ export {
   rawPatch,
   strategicMergeFrom,
 } from "./patch.ts";
+export { createJsonPatch, escapePointerToken, type JsonPatchOperation } from "./json_patch.ts";
 export { StrategicMergePatchError } from "./strategic_merge.ts";
 export { dryRunClient, namespacedClient, withFieldOwner } from "./wrappers.ts";
 export { type InterceptorFuncs, newInterceptedClient } from "./interceptor.ts";

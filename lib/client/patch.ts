@@ -2,13 +2,15 @@
  * Patches, as controller-runtime makes them: `mergeFrom(original)` diffs the object you
  * changed against the copy you started from (RFC 7386 JSON merge patch),
  * `strategicMergeFrom(original)` does the same in Kubernetes' strategic form for built-in kinds,
- * `jsonPatch(ops)` sends RFC 6902 operations, and `rawPatch` sends a body as it is. The
- * functions that apply merge and JSON patches are here too, for the fake client.
+ * `jsonPatch(ops)` sends RFC 6902 operations (./json_patch.ts has their type, their diff and
+ * how they apply), and `rawPatch` sends a body as it is. Merge patches are computed and applied
+ * here too, the latter for the fake client.
  *
  * @module
  */
 
 import { createStrategicMergePatch, schemaForKind } from "./strategic_merge.ts";
+import type { JsonPatchOperation } from "./json_patch.ts";
 import type { KubeObject } from "../api/resource.ts";
 import type { DeepReadonly } from "../api/readonly.ts";
 import { isJsonObject, jsonClone, jsonEqual, type JsonObject } from "../util/json.ts";
@@ -51,12 +53,6 @@ export interface MergeFromOptions {
    */
   optimisticLock?: boolean;
 }
-
-/** One RFC 6902 operation. */
-export type JsonPatchOperation =
-  | { op: "add" | "replace" | "test"; path: string; value: unknown }
-  | { op: "remove"; path: string }
-  | { op: "move" | "copy"; from: string; path: string };
 
 /**
  * The RFC 7386 merge patch that turns `original` into `modified`: changed and added fields,
@@ -202,132 +198,4 @@ export function rawPatch<T extends KubeObject = KubeObject>(
   body: unknown,
 ): Patch<T> {
   return { type, data: () => body };
-}
-
-function unescapePointer(token: string): string {
-  return token.replace(/~1/g, "/").replace(/~0/g, "~");
-}
-
-function parsePointer(pointer: string): string[] {
-  if (pointer === "") return [];
-  if (!pointer.startsWith("/")) {
-    throw new Error(`JSON pointer ${JSON.stringify(pointer)} must start with /`);
-  }
-  return pointer.slice(1).split("/").map(unescapePointer);
-}
-
-function arrayIndex(array: unknown[], token: string, forInsert: boolean, pointer: string): number {
-  if (forInsert && token === "-") return array.length;
-  if (!/^(0|[1-9]\d*)$/.test(token)) throw new Error(`${pointer}: ${token} is not an array index`);
-  const index = Number(token);
-  if (index > array.length || (!forInsert && index === array.length)) {
-    throw new Error(`${pointer}: index ${index} is out of range`);
-  }
-  return index;
-}
-
-/** The container of the last token of `pointer`, and that token. */
-function parentOf(document: unknown, pointer: string): { parent: unknown; key: string } {
-  const tokens = parsePointer(pointer);
-  if (tokens.length === 0) throw new Error("the root cannot be the target of this operation");
-  let node = document;
-  for (const token of tokens.slice(0, -1)) {
-    if (Array.isArray(node)) node = node[arrayIndex(node, token, false, pointer)];
-    else if (isJsonObject(node) && token in node) node = node[token];
-    else throw new Error(`${pointer}: ${token} does not exist`);
-  }
-  return { parent: node, key: tokens[tokens.length - 1] };
-}
-
-function getPointer(document: unknown, pointer: string): unknown {
-  let node = document;
-  for (const token of parsePointer(pointer)) {
-    if (Array.isArray(node)) node = node[arrayIndex(node, token, false, pointer)];
-    else if (isJsonObject(node) && token in node) node = node[token];
-    else throw new Error(`${pointer} does not exist`);
-  }
-  return node;
-}
-
-function addAt(document: unknown, pointer: string, value: unknown): unknown {
-  if (pointer === "") return value;
-  const { parent, key } = parentOf(document, pointer);
-  if (Array.isArray(parent)) parent.splice(arrayIndex(parent, key, true, pointer), 0, value);
-  else if (isJsonObject(parent)) parent[key] = value;
-  else throw new Error(`${pointer}: the parent is not an object or array`);
-  return document;
-}
-
-function removeAt(document: unknown, pointer: string): unknown {
-  const { parent, key } = parentOf(document, pointer);
-  if (Array.isArray(parent)) {
-    const [removed] = parent.splice(arrayIndex(parent, key, false, pointer), 1);
-    return removed;
-  }
-  if (isJsonObject(parent) && key in parent) {
-    const removed = parent[key];
-    delete parent[key];
-    return removed;
-  }
-  throw new Error(`${pointer} does not exist`);
-}
-
-/** True when `pointer` names a member that its (existing) parent object does not have. */
-function isMissingMember(document: unknown, pointer: string): boolean {
-  const { parent, key } = parentOf(document, pointer);
-  return isJsonObject(parent) && !(key in parent);
-}
-
-/**
- * Applies RFC 6902 operations to a copy of `document`, as kube-apiserver does; a failing
- * operation throws.
- */
-export function applyJsonPatch(
-  document: unknown,
-  operations: readonly JsonPatchOperation[],
-): unknown {
-  let result = jsonClone(document);
-  operations.forEach((operation, index) => {
-    try {
-      switch (operation.op) {
-        case "add":
-          result = addAt(result, operation.path, jsonClone(operation.value));
-          break;
-        case "remove":
-          removeAt(result, operation.path);
-          break;
-        case "replace":
-          if (operation.path === "") result = jsonClone(operation.value);
-          else if (isMissingMember(result, operation.path)) {
-            // kube-apiserver's JSON patch library (evanphx/json-patch v4) replaces a missing
-            // member of an existing object by adding it; the fake must answer the same.
-            result = addAt(result, operation.path, jsonClone(operation.value));
-          } else {
-            removeAt(result, operation.path);
-            result = addAt(result, operation.path, jsonClone(operation.value));
-          }
-          break;
-        case "move": {
-          const value = removeAt(result, operation.from);
-          result = addAt(result, operation.path, value);
-          break;
-        }
-        case "copy":
-          result = addAt(result, operation.path, jsonClone(getPointer(result, operation.from)));
-          break;
-        case "test":
-          if (!jsonEqual(getPointer(result, operation.path), operation.value)) {
-            throw new Error(
-              `test failed: ${operation.path} is not ${JSON.stringify(operation.value)}`,
-            );
-          }
-          break;
-        default:
-          throw new Error(`unknown op ${JSON.stringify((operation as { op: unknown }).op)}`);
-      }
-    } catch (err) {
-      throw new Error(`JSON patch operation ${index} (${operation.op}): ${(err as Error).message}`);
-    }
-  });
-  return result;
 }

@@ -56,8 +56,7 @@ import {
   PATCH_METADATA,
   type PropertyPatchInfo,
 } from "../api/generated/patch_metadata.ts";
-
-type JsonObject = Record<string, unknown>;
+import { isJsonObject, jsonEqual, type JsonObject } from "../util/json.ts";
 
 /** `$patch`: `replace` or `delete` an object (or a list item), or `replace` a whole list. */
 const DIRECTIVE = "$patch";
@@ -231,34 +230,11 @@ function kindOf(value: unknown): JsonKind {
   return typeof value as JsonKind;
 }
 
-function isJsonObject(value: unknown): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 /** A JSON copy of `value`, which must be an object; `undefined` fields go, as in serializing. */
 function toJsonObject(value: unknown, what: string): JsonObject {
   const copy = value === undefined ? undefined : JSON.parse(JSON.stringify(value));
   if (!isJsonObject(copy)) throw new TypeError(`${what} must be a JSON object`);
   return copy;
-}
-
-function deepEqual(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  const kind = kindOf(a);
-  if (kind !== kindOf(b)) return false;
-  if (kind === "array") {
-    const left = a as unknown[];
-    const right = b as unknown[];
-    return left.length === right.length && left.every((item, i) => deepEqual(item, right[i]));
-  }
-  if (kind === "object") {
-    const left = a as JsonObject;
-    const right = b as JsonObject;
-    const keys = Object.keys(left);
-    return keys.length === Object.keys(right).length &&
-      keys.every((key) => Object.hasOwn(right, key) && deepEqual(left[key], right[key]));
-  }
-  return false;
 }
 
 /** Scalars compare by their string form, as apimachinery sorts them (`fmt.Sprintf("%v")`). */
@@ -369,7 +345,7 @@ function diffObjectField(
   const info = propertyInfo(context, field);
   const { merge, retainKeys } = strategyOf(info);
   if (merge === "replace") {
-    if (!deepEqual(original, modified)) patch[field] = modified;
+    if (!jsonEqual(original, modified)) patch[field] = modified;
     return;
   }
   const fieldPatch = diffObjects(original, modified, valueContext(info), retainKeys);
@@ -386,7 +362,7 @@ function diffListField(
   const info = propertyInfo(context, field);
   const { merge, retainKeys } = strategyOf(info);
   if (merge !== "merge") {
-    if (!deepEqual(original, modified)) patch[field] = modified;
+    if (!jsonEqual(original, modified)) patch[field] = modified;
     return;
   }
   if (original.length === 0) {
@@ -421,7 +397,7 @@ function diffListField(
     const diff = diffListsOfScalars(original, modified);
     changes = sortByOrder(diff.additions, modified, (item) => item);
     deletions = diff.deletions;
-    if (deletions.length > 0 || !deepEqual(original, modified)) order = modified;
+    if (deletions.length > 0 || !jsonEqual(original, modified)) order = modified;
   }
   if (changes.length > 0) patch[field] = changes;
   if (deletions.length > 0) patch[DELETE_FROM_PRIMITIVE_LIST_PREFIX + field] = deletions;

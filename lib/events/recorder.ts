@@ -31,6 +31,7 @@ import type { KubeObject } from "../api/resource.ts";
 import type { Client } from "../client/client.ts";
 import { rawPatch } from "../client/patch.ts";
 import { ApiError, isNotFound } from "../kube/errors.ts";
+import { errorMessage } from "../util/logging.ts";
 import { unrefTimer } from "../util/runtime.ts";
 
 const logger = getLogger(["rudder", "events"]);
@@ -161,10 +162,6 @@ function eventName(regardingName: string): string {
 function failureKind(err: unknown): string {
   if (err instanceof ApiError) return `${err.code} ${err.reason}`;
   return err instanceof Error ? err.name : typeof err;
-}
-
-function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 function describe(ref: ObjectReference): string {

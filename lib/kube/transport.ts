@@ -293,7 +293,7 @@ export function newTransport(config: KubeConfig, options: TransportOptions = {})
   function fetcherFor(credentials: Credentials): Fetcher {
     const pair = credentials.clientCertificate;
     // The same strings come back until a rotation: comparing them is a pointer check, where
-    // building one cert-and-key string per request cost microseconds (bench/results/profile-*).
+    // building one cert-and-key string per request cost microseconds in a profile.
     if (current && current.cert === pair?.cert && current.key === pair?.key) {
       return current.fetcher;
     }
@@ -340,7 +340,7 @@ export function newTransport(config: KubeConfig, options: TransportOptions = {})
     headers["user-agent"] = userAgent;
     // No compression unless the caller asks for it: to an API server on loopback or in the
     // cluster, gzip costs both ends more CPU than the bytes it saves (10,000 ConfigMaps read as
-    // one list in 155–181 ms on Bun plain against 341 ms gzipped; bench/README.md).
+    // one list in 155–181 ms on Bun plain against 341 ms gzipped).
     if (!("accept-encoding" in headers)) headers["accept-encoding"] = "identity";
     for (const name in credentials.headers) {
       const value = credentials.headers[name];

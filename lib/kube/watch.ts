@@ -9,6 +9,7 @@
 
 import type { Status } from "./errors.ts";
 import { abortable } from "../util/abort.ts";
+import { isJsonObject } from "../util/json.ts";
 
 /** The `type` of a watch event, as the API server sends it. */
 export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR";
@@ -291,7 +292,7 @@ function parseEvent<T>(line: string, lineNumber: number): WatchEvent<T> | undefi
     const reason = err instanceof Error ? err.message : String(err);
     throw new WatchDecodeError(`invalid JSON: ${reason}`, lineNumber, text, { cause: err });
   }
-  if (!isObject(value) || typeof value.type !== "string" || !isObject(value.object)) {
+  if (!isJsonObject(value) || typeof value.type !== "string" || !isJsonObject(value.object)) {
     throw new WatchDecodeError(
       'not a watch event: want an object with a string "type" and an object "object"',
       lineNumber,
@@ -308,10 +309,6 @@ function parseEvent<T>(line: string, lineNumber: number): WatchEvent<T> | undefi
 // Space, tab and the \r of a \r\n ending.
 function isBlank(byte: number): boolean {
   return byte === 0x20 || byte === 0x09 || byte === 0x0d;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function excerptOf(text: string): string {

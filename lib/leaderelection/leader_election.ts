@@ -29,6 +29,7 @@ import { type Clock, realClock } from "../util/clock.ts";
 import { isConflict, isNotFound } from "../kube/errors.ts";
 import { abortable } from "../util/abort.ts";
 import { jsonClone, jsonEqual } from "../util/json.ts";
+import { errorMessage } from "../util/logging.ts";
 import type { Runnable } from "../util/runnable.ts";
 
 const logger = getLogger(["rudder", "manager", "leader-election"]);
@@ -146,10 +147,6 @@ type RenewOutcome =
   | { kind: "renewed" }
   | { kind: "superseded"; holder: string }
   | { kind: "failed"; error: unknown };
-
-function describeError(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
 
 function defaultIdentity(): string {
   let host: string;
@@ -546,7 +543,7 @@ export class LeaderElector implements Runnable {
             this.identity,
             this.#key,
             `not renewed within renewDeadline (${this.#renewDeadline} ms)${
-              lastError === undefined ? "" : `; last error: ${describeError(lastError)}`
+              lastError === undefined ? "" : `; last error: ${errorMessage(lastError)}`
             }`,
             lastError === undefined ? undefined : { cause: lastError },
           );
@@ -571,7 +568,7 @@ export class LeaderElector implements Runnable {
         if (outcome.kind === "failed" && !expired()) {
           logger.warn("Cannot renew leader lease {lease}, retrying: {error}", {
             ...this.#props(),
-            error: describeError(outcome.error),
+            error: errorMessage(outcome.error),
           });
           await sleep(this.#clock, this.#retryPeriod, deadline.signal);
         }
@@ -595,7 +592,7 @@ export class LeaderElector implements Runnable {
         // A Conflict: someone else wrote it; read it to see who holds it now.
         logger.debug("Renewing leader lease {lease} from the last version failed: {error}", {
           ...this.#props(),
-          error: describeError(err),
+          error: errorMessage(err),
         });
       }
     }
@@ -680,7 +677,7 @@ export class LeaderElector implements Runnable {
       if (isNotFound(err)) return;
       logger.warn("Cannot release leader lease {lease}: {error}", {
         ...this.#props(),
-        error: describeError(err),
+        error: errorMessage(err),
       });
     } finally {
       deadline.dispose();
@@ -714,7 +711,7 @@ export class LeaderElector implements Runnable {
     try {
       this.#onNewLeader(holder);
     } catch (err) {
-      logger.error("onNewLeader threw: {error}", { ...this.#props(), error: describeError(err) });
+      logger.error("onNewLeader threw: {error}", { ...this.#props(), error: errorMessage(err) });
     }
   }
 
@@ -724,7 +721,7 @@ export class LeaderElector implements Runnable {
     } catch (err) {
       logger.error("Leader status metric hook threw: {error}", {
         ...this.#props(),
-        error: describeError(err),
+        error: errorMessage(err),
       });
     }
   }
@@ -768,7 +765,7 @@ export class LeaderElector implements Runnable {
 
   #logFailure(message: string, err: unknown, signal: AbortSignal): void {
     if (signal.aborted) return; // stopping, or the attempt's own deadline: said elsewhere
-    logger.warn(message, { ...this.#props(), error: describeError(err) });
+    logger.warn(message, { ...this.#props(), error: errorMessage(err) });
   }
 
   #describe(): string {

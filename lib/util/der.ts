@@ -6,6 +6,8 @@
  * @module
  */
 
+import { concat } from "./bytes.ts";
+
 /** DER tags used here. */
 export const TAG = {
   boolean: 0x01,
@@ -20,17 +22,6 @@ export const TAG = {
   sequence: 0x30,
   set: 0x31,
 } as const;
-
-/** The bytes of `parts`, one after the other. */
-export function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, part) => n + part.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
-}
 
 /** A tag-length-value with `tag` (one byte) around `content`. */
 export function tlv(tag: number, content: Uint8Array): Uint8Array {

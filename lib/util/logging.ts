@@ -122,6 +122,14 @@ export function describeError(err: unknown): string {
   return err instanceof Error ? renderError(err) : String(err);
 }
 
+/**
+ * Only the message of an error (anything else thrown, as a string): for a line or a status that
+ * already says what failed, where {@linkcode describeError}'s name and causes would be noise.
+ */
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
 /** `Name: message (caused by Name: message)`, for an error inside a rendered message. */
 function renderError(err: Error): string {
   let text = `${err.name}: ${err.message}`;

@@ -16,7 +16,7 @@ import { Buffer } from "node:buffer";
 import { getLogger } from "@logtape/logtape";
 import { ValidationError } from "../api/resource.ts";
 import { ApiError, type Status, type StatusCause } from "../kube/errors.ts";
-import type { JSONPatchOperation } from "./json_patch.ts";
+import type { JsonPatchOperation } from "../client/json_patch.ts";
 
 /** `apiVersion` of admission reviews. */
 export const ADMISSION_API_VERSION = "admission.k8s.io/v1";
@@ -127,7 +127,7 @@ export interface AdmissionResult {
   /** Why not, when denied: message, reason, code. */
   status?: Status;
   /** Changes to the object (mutating webhooks), as RFC 6902 operations. */
-  patch?: JSONPatchOperation[];
+  patch?: JsonPatchOperation[];
   /** Warnings for the client. */
   warnings?: string[];
   /** Annotations for the audit log. */

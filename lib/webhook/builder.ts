@@ -27,7 +27,7 @@ import {
   allowed,
 } from "./admission.ts";
 import type { SpokeConversion } from "./conversion.ts";
-import { createJSONPatch } from "./json_patch.ts";
+import { createJsonPatch } from "../client/json_patch.ts";
 import type { WebhookServer } from "./server.ts";
 
 /**
@@ -114,7 +114,7 @@ export async function defaultingResult<T>(
   }
   const copy = structuredClone(request.object);
   await defaulter(copy, request);
-  return { allowed: true, patch: createJSONPatch(request.object, copy) };
+  return { allowed: true, patch: createJsonPatch(request.object, copy) };
 }
 
 /**

@@ -3,6 +3,8 @@
  * `pkg/webhook`: a TLS server on `:9443` whose certificate is reloaded from disk when it
  * changes, a builder typed by the resource, raw handlers for any kind, the `AdmissionReview`
  * and `ConversionReview` types, and webhook configurations derived from what is registered.
+ * A raw mutating handler answers with a JSON patch: `createJsonPatch` from
+ * `@rudder/operator/client` computes it from the object before and after.
  *
  * @example Default and cap `spec.replicas`
  * ```ts
@@ -104,7 +106,6 @@ export {
   WEBHOOK_CERT_ENV,
   webhookCertificatesFromEnv,
 } from "./rotation.ts";
-export { createJSONPatch, escapePointerToken, type JSONPatchOperation } from "./json_patch.ts";
 export {
   CONVERSION_PATH,
   DEFAULT_CERT_POLL_INTERVAL_MS,

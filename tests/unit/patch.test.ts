@@ -2,7 +2,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
-  applyJsonPatch,
   applyMergePatch,
   createMergePatch,
   jsonPatch,
@@ -10,6 +9,11 @@ import {
   rawPatch,
   strategicMergeFrom,
 } from "../../lib/client/patch.ts";
+import {
+  applyJsonPatch,
+  createJsonPatch,
+  type JsonPatchOperation,
+} from "../../lib/client/json_patch.ts";
 import type { ConfigMap, Deployment } from "../../lib/api/builtins.ts";
 import type { Unstructured } from "../../lib/api/resource.ts";
 
@@ -221,5 +225,84 @@ describe("jsonPatch and applyJsonPatch (RFC 6902)", () => {
       () => applyJsonPatch({}, [{ op: "add", path: "nope", value: 1 }]),
       /must start with \//,
     );
+  });
+});
+
+/**
+ * Applies RFC 6902 add/replace/remove strictly (an add must be new, a replace and a remove must
+ * find their member), to check that a diff turns one document into the other exactly.
+ */
+function applyPatch(doc: unknown, ops: JsonPatchOperation[]): unknown {
+  let root = structuredClone(doc);
+  for (const op of ops) {
+    if (op.op !== "add" && op.op !== "replace" && op.op !== "remove") {
+      assert.fail(`a diff has only add, replace and remove; got ${op.op}`);
+    }
+    if (op.path === "") {
+      root = op.op === "remove" ? undefined : structuredClone(op.value);
+      continue;
+    }
+    const tokens = op.path.slice(1).split("/").map((t) =>
+      t.replace(/~1/g, "/").replace(/~0/g, "~")
+    );
+    const last = tokens.pop()!;
+    let parent = root as Record<string, unknown>;
+    for (const token of tokens) parent = parent[token] as Record<string, unknown>;
+    assert.ok(parent && typeof parent === "object", `parent of ${op.path} exists`);
+    if (op.op === "add") {
+      assert.ok(!(last in parent), `add ${op.path}: the member is new`);
+      parent[last] = structuredClone(op.value);
+    } else if (op.op === "replace") {
+      assert.ok(last in parent, `replace ${op.path}: the member exists`);
+      parent[last] = structuredClone(op.value);
+    } else {
+      assert.ok(last in parent, `remove ${op.path}: the member exists`);
+      delete parent[last];
+    }
+  }
+  return root;
+}
+
+describe("createJsonPatch (RFC 6902 diff)", () => {
+  it("is empty for equal documents, key order aside", () => {
+    assert.deepEqual(createJsonPatch({ a: 1, b: [1, { c: 2 }] }, { b: [1, { c: 2 }], a: 1 }), []);
+  });
+
+  it("adds, replaces and removes members at escaped paths", () => {
+    const patch = createJsonPatch(
+      { metadata: { labels: { "app.kubernetes.io/name": "x", "a~b": "1" } }, spec: { n: 1 } },
+      { metadata: { labels: { "app.kubernetes.io/name": "y" } }, spec: { n: 1, m: { k: true } } },
+    );
+    assert.deepEqual(patch, [
+      { op: "remove", path: "/metadata/labels/a~0b" },
+      { op: "replace", path: "/metadata/labels/app.kubernetes.io~1name", value: "y" },
+      { op: "add", path: "/spec/m", value: { k: true } },
+    ]);
+  });
+
+  it("replaces a changed array whole and a value that changed type", () => {
+    assert.deepEqual(createJsonPatch({ a: [1, 2, 3], b: { x: 1 } }, { a: [1, 3], b: "s" }), [
+      { op: "replace", path: "/a", value: [1, 3] },
+      { op: "replace", path: "/b", value: "s" },
+    ]);
+  });
+
+  it("drops undefined members as JSON would, and keeps null", () => {
+    assert.deepEqual(createJsonPatch({ a: 1, b: 2 }, { a: undefined, b: null }), [
+      { op: "remove", path: "/a" },
+      { op: "replace", path: "/b", value: null },
+    ]);
+  });
+
+  it("turns the original into the modified document when applied", () => {
+    const cases: [unknown, unknown][] = [
+      [{}, { spec: { replicas: 1 } }],
+      [{ spec: { replicas: 12, list: [{ a: 1 }] } }, { spec: { replicas: 10, list: [] } }],
+      [{ "": { "/": { "~": 1 } } }, { "": { "/": { "~": 2, "~1": 3 } } }],
+      [{ a: { b: { c: { d: 1 } } }, z: 0 }, { a: { b: { c: {} } }, y: [null] }],
+    ];
+    for (const [from, to] of cases) {
+      assert.deepEqual(applyPatch(from, createJsonPatch(from, to)), to);
+    }
   });
 });

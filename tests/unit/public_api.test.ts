@@ -240,3 +240,23 @@ describe("user-facing code", () => {
     }
   });
 });
+
+describe("published documentation", () => {
+  // deno.json publishes mod.ts, lib/, cli/ and README.md; the project's design notes are not in
+  // the package, so a doc that sends a user to them points nowhere.
+  it("cites no design note a user does not have (DESIGN.md, STYLE.md)", () => {
+    const files = [
+      "mod.ts",
+      "README.md",
+      ...walk(join(ROOT, "lib")).map((file) => relative(ROOT, file)),
+      ...walk(join(ROOT, "cli")).map((file) => relative(ROOT, file)),
+    ];
+    const citations: string[] = [];
+    for (const file of files) {
+      read(file).split("\n").forEach((line, index) => {
+        if (/\bDESIGN\b|\bSTYLE\.md\b/.test(line)) citations.push(`${file}:${index + 1}`);
+      });
+    }
+    assert.deepEqual(citations, [], "these lines cite DESIGN or STYLE.md");
+  });
+});

@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { ConfigMap } from "../../lib/api/builtins.ts";
 import { Informer } from "../../lib/cache/informer.ts";
 import { RestClient } from "../../lib/kube/rest.ts";
+import { concat } from "../../lib/util/bytes.ts";
 import { type AfterInject, FakeWatchServer, NAMESPACE } from "../support/fake_watch_server.ts";
 import { eventually } from "../support/eventually.ts";
 
@@ -27,14 +28,7 @@ const encoder = new TextEncoder();
 const MB = 1024 * 1024;
 
 function bytes(...parts: (string | number[])[]): Uint8Array {
-  const chunks = parts.map((p) => typeof p === "string" ? encoder.encode(p) : Uint8Array.from(p));
-  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
-  let at = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, at);
-    at += chunk.length;
-  }
-  return out;
+  return concat(parts.map((p) => typeof p === "string" ? encoder.encode(p) : Uint8Array.from(p)));
 }
 
 /** The event the server last sent for `a`, as a line: a duplicate when sent again. */

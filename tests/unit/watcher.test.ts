@@ -5,8 +5,9 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { ConfigMap } from "../../lib/api/builtins.ts";
 import { Informer } from "../../lib/cache/informer.ts";
-import { Reflector, type StoreChange } from "../../lib/cache/reflector.ts";
-import { Store } from "../../lib/cache/store.ts";
+import type { StoreChange } from "../../lib/cache/dispatcher.ts";
+import { Reflector } from "../../lib/cache/reflector.ts";
+import { objectKey, Store } from "../../lib/cache/store.ts";
 import {
   compareResourceVersions,
   continueTokenAhead,
@@ -157,24 +158,34 @@ describe("paged lists read ahead", T, () => {
 });
 
 describe("Reflector", T, () => {
-  it("swaps a list in at once and reports what changed", T, () => {
+  it("swaps a list in at once and hands each change to the dispatcher", T, () => {
     const store = new Store<CM>();
     const changes: string[] = [];
     const reflect = new Reflector(store, {
-      onStoreChange: (c: StoreChange<CM>) =>
-        changes.push(
-          c.type === "listed"
-            ? `listed ${c.resourceVersion}`
-            : c.type === "add"
-            ? `add ${c.obj.metadata?.name}${c.initial ? " initial" : ""}`
-            : `${c.type} ${c.obj.metadata?.name}`,
-        ),
+      dispatcher: {
+        dispatch: (c: StoreChange<CM>) => {
+          // The store has the change by the time the dispatcher hears of it.
+          if (c.type === "add" || c.type === "update") {
+            assert.equal(store.get(objectKey(c.obj)), c.obj);
+          }
+          if (c.type === "delete") assert.equal(store.get(objectKey(c.obj)), undefined);
+          changes.push(
+            c.type === "listed"
+              ? `listed ${c.resourceVersion}`
+              : c.type === "add"
+              ? `add ${c.obj.metadata?.name}${c.initial ? " initial" : ""}`
+              : `${c.type} ${c.obj.metadata?.name}`,
+          );
+        },
+      },
     });
     reflect.apply({ type: "Init" });
     reflect.apply({ type: "InitApply", object: cm("a", "1") });
     assert.equal(store.size, 0, "nothing is visible before InitDone");
+    assert.equal(reflect.hasSynced(), false);
     reflect.apply({ type: "InitApply", object: cm("b", "2") });
     reflect.apply({ type: "InitDone", resourceVersion: "2" });
+    assert.equal(reflect.hasSynced(), true, "synced once the first list is in");
     assert.deepEqual(store.keys().sort(), ["ns/a", "ns/b"]);
     reflect.apply({ type: "Apply", object: cm("a", "3", "2"), resourceVersion: "3" });
     reflect.apply({ type: "Delete", object: cm("b", "4"), resourceVersion: "4" });
@@ -187,6 +198,27 @@ describe("Reflector", T, () => {
     ]);
     assert.equal(store.get("ns/a")?.data?.v, "2");
   });
+
+  it(
+    "waits for the first list: resolves once it is in, rejects when aborted first",
+    T,
+    async () => {
+      const reflect = new Reflector(new Store<CM>());
+      const stop = new AbortController();
+      const aborted = reflect.waitForSync(stop.signal);
+      const synced = reflect.waitForSync();
+      let resolved = false;
+      void synced.then(() => (resolved = true));
+      reflect.apply({ type: "Init" });
+      reflect.apply({ type: "InitApply", object: cm("a", "1") });
+      stop.abort(new Error("stopped"));
+      await assert.rejects(aborted, /stopped/);
+      assert.equal(resolved, false, "a list that is not done does not count");
+      reflect.apply({ type: "InitDone", resourceVersion: "1" });
+      await synced;
+      await reflect.waitForSync();
+    },
+  );
 
   it("transforms each listed object as it comes, before the list is swapped in", T, () => {
     const seen: string[] = [];

@@ -34,83 +34,10 @@ import {
   convertReview,
   decodeConversionReview,
 } from "../../lib/webhook/conversion.ts";
-import { createJSONPatch, type JSONPatchOperation } from "../../lib/webhook/json_patch.ts";
+import type { JsonPatchOperation } from "../../lib/client/json_patch.ts";
 import { WebhookServer } from "../../lib/webhook/server.ts";
 
 const T = { timeout: 10_000 };
-
-/** Applies RFC 6902 add/replace/remove, to check that a diff turns one document into the other. */
-function applyPatch(doc: unknown, ops: JSONPatchOperation[]): unknown {
-  let root = structuredClone(doc);
-  for (const op of ops) {
-    if (op.path === "") {
-      root = op.op === "remove" ? undefined : structuredClone(op.value);
-      continue;
-    }
-    const tokens = op.path.slice(1).split("/").map((t) =>
-      t.replace(/~1/g, "/").replace(/~0/g, "~")
-    );
-    const last = tokens.pop()!;
-    let parent = root as Record<string, unknown>;
-    for (const token of tokens) parent = parent[token] as Record<string, unknown>;
-    assert.ok(parent && typeof parent === "object", `parent of ${op.path} exists`);
-    if (op.op === "add") {
-      assert.ok(!(last in parent), `add ${op.path}: the member is new`);
-      parent[last] = structuredClone(op.value);
-    } else if (op.op === "replace") {
-      assert.ok(last in parent, `replace ${op.path}: the member exists`);
-      parent[last] = structuredClone(op.value);
-    } else {
-      assert.ok(last in parent, `remove ${op.path}: the member exists`);
-      delete parent[last];
-    }
-  }
-  return root;
-}
-
-describe("createJSONPatch", () => {
-  it("is empty for equal documents, key order aside", T, () => {
-    assert.deepEqual(createJSONPatch({ a: 1, b: [1, { c: 2 }] }, { b: [1, { c: 2 }], a: 1 }), []);
-  });
-
-  it("adds, replaces and removes members at escaped paths", T, () => {
-    const patch = createJSONPatch(
-      { metadata: { labels: { "app.kubernetes.io/name": "x", "a~b": "1" } }, spec: { n: 1 } },
-      { metadata: { labels: { "app.kubernetes.io/name": "y" } }, spec: { n: 1, m: { k: true } } },
-    );
-    assert.deepEqual(patch, [
-      { op: "remove", path: "/metadata/labels/a~0b" },
-      { op: "replace", path: "/metadata/labels/app.kubernetes.io~1name", value: "y" },
-      { op: "add", path: "/spec/m", value: { k: true } },
-    ]);
-  });
-
-  it("replaces a changed array whole and a value that changed type", T, () => {
-    assert.deepEqual(createJSONPatch({ a: [1, 2, 3], b: { x: 1 } }, { a: [1, 3], b: "s" }), [
-      { op: "replace", path: "/a", value: [1, 3] },
-      { op: "replace", path: "/b", value: "s" },
-    ]);
-  });
-
-  it("drops undefined members as JSON would, and keeps null", T, () => {
-    assert.deepEqual(createJSONPatch({ a: 1, b: 2 }, { a: undefined, b: null }), [
-      { op: "remove", path: "/a" },
-      { op: "replace", path: "/b", value: null },
-    ]);
-  });
-
-  it("turns the original into the modified document when applied", T, () => {
-    const cases: [unknown, unknown][] = [
-      [{}, { spec: { replicas: 1 } }],
-      [{ spec: { replicas: 12, list: [{ a: 1 }] } }, { spec: { replicas: 10, list: [] } }],
-      [{ "": { "/": { "~": 1 } } }, { "": { "/": { "~": 2, "~1": 3 } } }],
-      [{ a: { b: { c: { d: 1 } } }, z: 0 }, { a: { b: { c: {} } }, y: [null] }],
-    ];
-    for (const [from, to] of cases) {
-      assert.deepEqual(applyPatch(from, createJSONPatch(from, to)), to);
-    }
-  });
-});
 
 describe("webhook paths", () => {
   it("follow controller-runtime: dashes for dots, kind lower-cased", T, () => {
@@ -254,7 +181,7 @@ describe("denialFromError", () => {
 
 describe("admissionReviewResponse", () => {
   it("echoes the uid and base64-encodes the patch", T, () => {
-    const patch: JSONPatchOperation[] = [{ op: "add", path: "/spec/replicas", value: 1 }];
+    const patch: JsonPatchOperation[] = [{ op: "add", path: "/spec/replicas", value: 1 }];
     const { response } = admissionReviewResponse("u-9", { allowed: true, patch, warnings: ["w"] });
     assert.equal(response?.uid, "u-9");
     assert.equal(response?.allowed, true);

@@ -1,6 +1,6 @@
 /**
- * The `Example` custom resource of DESIGN.md §1: a spec with a replica count, and a status
- * that follows the Phase + Conditions convention.
+ * The `Example` custom resource: a spec with a replica count, and a status that follows the
+ * Phase + Conditions convention.
  *
  * @module
  */

@@ -12,6 +12,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import process from "node:process";
 import { abortable } from "../../util/abort.ts";
+import { concat } from "../../util/bytes.ts";
 import { redactText } from "../redact.ts";
 import { copyCredentials } from "./auth.ts";
 import { describeType, fieldError, type KubeconfigError } from "./errors.ts";
@@ -428,15 +429,4 @@ function spawnReason(err: unknown): string {
   if (code === "EACCES") return "command is not executable";
   if (typeof code === "string") return code;
   return "could not be run";
-}
-
-function concat(chunks: Uint8Array[]): Uint8Array {
-  const total = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
-  const out = new Uint8Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return out;
 }

@@ -5,12 +5,8 @@
  * @module
  */
 
-import {
-  applyJsonPatch,
-  applyMergePatch,
-  type JsonPatchOperation,
-  type PatchType,
-} from "../../client/patch.ts";
+import { applyJsonPatch, type JsonPatchOperation } from "../../client/json_patch.ts";
+import { applyMergePatch, type PatchType } from "../../client/patch.ts";
 import { applyStrategicMergePatch, schemaForKind } from "../../client/strategic_merge.ts";
 import { isJsonObject, type JsonObject } from "../../util/json.ts";
 import { apiError, badRequest, unprocessablePatch, type Where } from "./errors.ts";
