@@ -21,13 +21,6 @@ import type { Handler, TLSPair } from "./types.ts";
 /** Milliseconds a closing inner server gives answers to pass through the forwarding. */
 const FLUSH_GRACE_MS = 2_000;
 
-/**
- * Milliseconds a client connection stays open, its bytes read and dropped, after the inner
- * server closed its side: a client still sending a body the server refused (413) then reads the
- * answer instead of a reset.
- */
-const LINGER_MS = 1_000;
-
 /** How the forwarder listens and serves. */
 export interface TLSForwarderOptions {
   /** The interface of the public port; undefined: every interface, IPv4 and IPv6. */
@@ -206,10 +199,11 @@ export class TLSForwarder {
     inner.sockets.add(client);
     inner.sockets.add(upstream);
     inner.upstreams.add(upstream);
-    let linger: ReturnType<typeof setTimeout> | undefined;
+    // Either side closing closes both. A body still arriving after an early answer (413) may
+    // then reach the client as a reset; lingering here was measured not to help on Bun, whose
+    // own server closes with the body unread (a Node client sees EPIPE without any forwarder).
     let closed = false;
     const close = () => {
-      clearTimeout(linger);
       client.destroy();
       upstream.destroy();
       if (closed) return;
@@ -223,19 +217,7 @@ export class TLSForwarder {
     client.on("error", close);
     upstream.on("error", close);
     client.on("close", close);
-    upstream.on("close", () => {
-      // The inner server is done with this connection; the client may still be sending (a body
-      // refused early). Its answer has gone out through the pipe, which ends the client side:
-      // drop what still arrives rather than reset the connection under the answer.
-      if (client.destroyed) return close();
-      inner.sockets.delete(upstream);
-      inner.upstreams.delete(upstream);
-      client.unpipe(upstream);
-      client.on("data", () => {});
-      client.resume();
-      client.end();
-      linger = setTimeout(close, LINGER_MS);
-    });
+    upstream.on("close", close);
     client.pipe(upstream);
     upstream.pipe(client);
   }
