@@ -576,9 +576,6 @@ export class Manager implements ControllerHost, WebhookHost {
         }),
       });
     }
-    for (const { name, server } of this.#servers) {
-      this.#log.info("Serving {name} on {url}", { name, url: server.url });
-    }
   }
 
   /**

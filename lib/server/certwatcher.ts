@@ -18,6 +18,7 @@ import { type FSWatcher, watch } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { getLogger } from "@logtape/logtape";
+import { type Clock, realClock } from "../util/clock.ts";
 import type { Runnable } from "../util/runnable.ts";
 import type { TLSPair } from "./types.ts";
 
@@ -36,6 +37,8 @@ export interface CertWatcherOptions {
   keyName?: string;
   /** Milliseconds between checks; default {@linkcode DEFAULT_CERT_POLL_INTERVAL_MS}. */
   pollInterval?: number;
+  /** The clock of the poll timer; default the real one (tests pass a `FakeClock`). */
+  clock?: Clock;
 }
 
 /**
@@ -62,6 +65,7 @@ export class CertWatcher implements Runnable {
   readonly keyPath: string;
   readonly #dir: string;
   readonly #pollInterval: number;
+  readonly #clock: Clock;
   readonly #listeners = new Set<(pair: TLSPair) => void | Promise<void>>();
   #current: TLSPair | undefined;
   #checking: Promise<boolean> | undefined;
@@ -72,6 +76,7 @@ export class CertWatcher implements Runnable {
     this.certPath = join(options.certDir, options.certName ?? "tls.crt");
     this.keyPath = join(options.certDir, options.keyName ?? "tls.key");
     this.#pollInterval = options.pollInterval ?? DEFAULT_CERT_POLL_INTERVAL_MS;
+    this.#clock = options.clock ?? realClock;
   }
 
   /**
@@ -126,7 +131,12 @@ export class CertWatcher implements Runnable {
         });
       });
     };
-    const timer = setInterval(check, this.#pollInterval);
+    let timer: unknown;
+    const poll = () => {
+      check();
+      timer = this.#clock.setTimeout(poll, this.#pollInterval);
+    };
+    timer = this.#clock.setTimeout(poll, this.#pollInterval);
     let watcher: FSWatcher | undefined;
     try {
       watcher = watch(this.#dir, check);
@@ -143,8 +153,10 @@ export class CertWatcher implements Runnable {
         error: reason(err),
       });
     }
-    await new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve()));
-    clearInterval(timer);
+    await new Promise<void>((resolve) =>
+      signal.addEventListener("abort", () => resolve(), { once: true })
+    );
+    this.#clock.clearTimeout(timer);
     watcher?.close();
     await this.#checking?.catch(() => {});
   }

@@ -35,9 +35,9 @@ export const DEFAULT_WEBHOOK_PORT = 9443;
 /** controller-runtime's default largest request body: 7 MiB. */
 export const DEFAULT_MAX_REQUEST_BODY_BYTES = 7 * 1024 * 1024;
 /** Default milliseconds between checks of the certificate files (the serving layer's). */
-export const DEFAULT_CERT_POLL_INTERVAL_MS = SERVER_CERT_POLL_INTERVAL_MS;
+export const DEFAULT_CERT_POLL_INTERVAL_MS: number = SERVER_CERT_POLL_INTERVAL_MS;
 /** Default milliseconds the connections of a replaced certificate may go on (the serving layer's). */
-export const DEFAULT_DRAIN_TIMEOUT_MS = SERVER_DRAIN_TIMEOUT_MS;
+export const DEFAULT_DRAIN_TIMEOUT_MS: number = SERVER_DRAIN_TIMEOUT_MS;
 /** The path conversion reviews are served on. */
 export const CONVERSION_PATH = "/convert";
 
@@ -81,9 +81,6 @@ export interface RegisteredWebhook extends WebhookInfo {
 
 /** A `fetch`-style handler of one path. */
 export type WebhookHandler = (request: Request) => Response | Promise<Response>;
-
-/** Milliseconds a stop waits for the requests in progress before closing their connections. */
-const REQUEST_GRACE_MS = 10_000;
 
 const log = getLogger(["rudder", "webhook"]);
 
@@ -234,7 +231,6 @@ export class WebhookServer implements Runnable {
       address: host ? `${host.includes(":") ? `[${host}]` : host}:${port}` : `:${port}`,
       handler: this.#fetch(),
       tls: this.#watcher,
-      shutdownTimeout: REQUEST_GRACE_MS,
       drainTimeout: this.#options.drainTimeout ?? DEFAULT_DRAIN_TIMEOUT_MS,
     });
     this.#server = server;
@@ -244,10 +240,7 @@ export class WebhookServer implements Runnable {
     try {
       await server.ready();
       this.#serving = !signal.aborted;
-      log.info("Serving webhooks on {url}: {paths}", {
-        url: this.url,
-        paths: this.paths().join(", "),
-      });
+      log.info("Webhook paths: {paths}", { paths: this.paths().join(", ") });
       this.#started.resolve();
       await running;
     } catch (err) {
