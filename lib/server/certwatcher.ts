@@ -117,20 +117,35 @@ export class CertWatcher implements Runnable {
   }
 
   /**
-   * Loads the pair (rejects when there is no good one), then checks the files when the
-   * directory changes and every poll interval, until `signal` aborts.
+   * Loads the pair unless loaded already (rejects when there is no good one), then checks the
+   * files when the directory changes and every poll interval, until `signal` aborts.
    */
   async start(signal: AbortSignal): Promise<void> {
-    await this.load();
+    // Loaded already (a server loads before it listens): a bad pair now is no reason to stop.
+    const loaded = this.#current !== undefined;
+    if (!loaded) await this.load();
     if (signal.aborted) return;
+    // A change noticed while a check runs may come after its read: one more check follows.
+    let again = false;
     const check = () => {
+      if (signal.aborted) return;
+      if (this.#checking) {
+        again = true;
+        return;
+      }
       this.reload().catch((err) => {
         log.error("Checking the certificate in {dir} failed: {error}", {
           dir: this.#dir,
           error: reason(err),
         });
+      }).finally(() => {
+        if (again) {
+          again = false;
+          check();
+        }
       });
     };
+    if (loaded) check();
     let timer: unknown;
     const poll = () => {
       check();

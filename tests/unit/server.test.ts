@@ -191,6 +191,24 @@ describe("CertWatcher", () => {
     assert.equal(taken.length, 2, "nothing is taken after the stop");
   });
 
+  it("once loaded, starts and keeps watching though the files are bad for a while", T, async () => {
+    using tmp = tempDir();
+    const first = await ca.issueServing(HOSTS);
+    write(tmp.dir, first);
+    const clock = new FakeClock();
+    const watcher = new CertWatcher({ certDir: tmp.dir, pollInterval: 10_000, clock });
+    await watcher.load();
+    write(tmp.dir, { key: (await other.issueServing(HOSTS)).key });
+    const stop = new AbortController();
+    const running = watcher.start(stop.signal);
+    const next = await ca.issueServing(HOSTS);
+    write(tmp.dir, next);
+    clock.advance(10_000);
+    await eventually("the good pair is taken", () => watcher.current()?.cert === next.cert);
+    stop.abort();
+    await running;
+  });
+
   it("does not start without a good pair", T, async () => {
     using tmp = tempDir();
     const watcher = new CertWatcher({ certDir: tmp.dir, certName: "c.pem" });
