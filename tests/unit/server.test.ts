@@ -2,6 +2,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import net from "node:net";
+import { connect as tlsConnect } from "node:tls";
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -248,6 +249,46 @@ describe("HTTPServer", () => {
       await assert.rejects(fetchTrusting(other.cert, server.url!));
     } finally {
       await stop();
+    }
+  });
+
+  it("speaks TLS 1.2 and 1.3 and refuses 1.1, with a fixed pair and a watched one", T, async () => {
+    using tmp = tempDir();
+    const pair = await ca.issueServing(HOSTS);
+    write(tmp.dir, pair);
+    for (const tls of [pair, new CertWatcher({ certDir: tmp.dir })]) {
+      const server = new HTTPServer({
+        name: "hello",
+        address: "127.0.0.1:0",
+        handler: () => new Response("hello"),
+        tls,
+        // Deno's client cannot offer TLS 1.1; the connection it leaves open would hold the stop.
+        shutdownTimeout: 1_000,
+      });
+      const stop = await run(server);
+      try {
+        const handshake = (version: "TLSv1.1" | "TLSv1.2" | "TLSv1.3") =>
+          new Promise<string>((resolve, reject) => {
+            const socket = tlsConnect({
+              host: "127.0.0.1",
+              port: server.port!,
+              ca: ca.cert,
+              servername: "localhost",
+              minVersion: version,
+              maxVersion: version,
+            });
+            socket.once("secureConnect", () => {
+              resolve(socket.getProtocol() ?? "");
+              socket.end();
+            });
+            socket.once("error", reject);
+          });
+        assert.equal(await handshake("TLSv1.2"), "TLSv1.2");
+        assert.equal(await handshake("TLSv1.3"), "TLSv1.3");
+        await assert.rejects(handshake("TLSv1.1"));
+      } finally {
+        await stop();
+      }
     }
   });
 
