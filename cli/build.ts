@@ -20,7 +20,7 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, statSync } from "node:fs";
 import { dirname, relative, resolve } from "node:path";
 import process from "node:process";
-import { parseAddress } from "../lib/manager/server.ts";
+import { parseAddress } from "../lib/server/address.ts";
 import { Progress } from "../lib/util/progress.ts";
 import {
   choiceFlag,

@@ -25,7 +25,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { stringify } from "yaml";
-import { parseAddress } from "../lib/manager/server.ts";
+import { parseAddress } from "../lib/server/address.ts";
 import {
   type CommandIO,
   type CommandSpec,

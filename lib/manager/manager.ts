@@ -41,8 +41,14 @@ import { metricsApp } from "../metrics/server.ts";
 import { EventRecorder } from "../events/recorder.ts";
 import { type Checker, Checks, healthApp, informersReady } from "../healthz/healthz.ts";
 import { LeaderElectionLostError, LeaderElector } from "../leaderelection/leader_election.ts";
-import { serveWithCertificateDirectory } from "./certificate_server.ts";
-import { parseAddress, type RunningServer, serve } from "./server.ts";
+import {
+  CertWatcher,
+  type Handler,
+  HTTPServer,
+  type HTTPServerOptions,
+  parseAddress,
+  type TLSPair,
+} from "../server/mod.ts";
 import type { WebhookHost } from "../webhook/builder.ts";
 import { CertificateRotator, type CertificateRotatorOptions } from "../webhook/rotation.ts";
 import { WebhookServer, type WebhookServerOptions } from "../webhook/server.ts";
@@ -563,11 +569,12 @@ export class Manager implements ControllerHost, WebhookHost {
       const app = healthApp(this.#healthz, this.#readyz);
       this.#servers.push({
         name: "health",
-        server: await serve(app.fetch, { address: probeAddress }),
+        server: await startServer({
+          name: "health probes",
+          address: probeAddress,
+          handler: app.fetch,
+        }),
       });
-    }
-    for (const { name, server } of this.#servers) {
-      this.#log.info("Serving {name} on {url}", { name, url: server.url });
     }
   }
 
@@ -576,20 +583,25 @@ export class Manager implements ControllerHost, WebhookHost {
    * certificate of `metricsTLS`, of `metricsCertDir` (reloaded), or a self-signed one.
    */
   async #serveMetrics(address: string): Promise<RunningServer> {
+    const serve = (handler: Handler, tls?: TLSPair | CertWatcher) =>
+      startServer({ name: "metrics", address, handler, tls });
     const options = this.#options;
     if (options.metricsServing === "insecure-http") {
       this.#log.warn(
         "Serving metrics over plain HTTP without authentication (metricsServing: insecure-http)",
       );
-      return await serve(metricsApp(this.#registry).fetch, { address });
+      return await serve(metricsApp(this.#registry).fetch);
     }
     const app = metricsApp(this.#registry, { secure: { rest: this.#rest } });
     if (options.metricsCertDir) {
-      return await serveWithCertificateDirectory(app.fetch, address, {
-        certDir: options.metricsCertDir,
-        certName: options.metricsCertName,
-        keyName: options.metricsKeyName,
-      });
+      return await serve(
+        app.fetch,
+        new CertWatcher({
+          certDir: options.metricsCertDir,
+          certName: options.metricsCertName,
+          keyName: options.metricsKeyName,
+        }),
+      );
     }
     let tls = options.metricsTLS;
     if (!tls) {
@@ -600,7 +612,7 @@ export class Manager implements ControllerHost, WebhookHost {
       tls = await selfSignedServingCertificate([...new Set(hosts)]);
       this.#log.info("Serving metrics with a self-signed certificate (no metricsCertDir given)");
     }
-    return await serve(app.fetch, { address, tls });
+    return await serve(app.fetch, tls);
   }
 
   /**
@@ -649,4 +661,26 @@ export class Manager implements ControllerHost, WebhookHost {
       process.off("SIGINT", onInt);
     };
   }
+}
+
+/** A server the manager runs: its URL, and how to stop it. */
+interface RunningServer {
+  readonly url: string;
+  stop(): Promise<void>;
+}
+
+/** Starts an {@linkcode HTTPServer}; resolves once it listens. */
+async function startServer(options: HTTPServerOptions): Promise<RunningServer> {
+  const server = new HTTPServer(options);
+  const stop = new AbortController();
+  const running = server.start(stop.signal);
+  running.catch(() => {});
+  await server.ready();
+  return {
+    url: server.url!,
+    stop: async () => {
+      stop.abort();
+      await running;
+    },
+  };
 }

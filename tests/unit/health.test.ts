@@ -1,8 +1,7 @@
-// Health probes, the runtime's HTTP server adapter, and the logging set-up.
+// Health probes and the logging set-up (serving: tests/unit/server.test.ts).
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Checks, healthApp, informersReady, ping } from "../../lib/healthz/healthz.ts";
-import { parseAddress, serve } from "../../lib/manager/server.ts";
 import type { InformerHealth } from "../../lib/cache/informer.ts";
 
 function informer(overrides: Partial<InformerHealth>): InformerHealth {
@@ -94,30 +93,4 @@ describe("health probes", () => {
       await assert.rejects(async () => await check(), /ConfigMap has not synced \(403 Forbidden\)/);
     },
   );
-});
-
-describe("serve", () => {
-  it("parses bind addresses", () => {
-    assert.deepEqual(parseAddress(":8080"), { hostname: "0.0.0.0", port: 8080 });
-    assert.deepEqual(parseAddress("127.0.0.1:0"), { hostname: "127.0.0.1", port: 0 });
-    assert.deepEqual(parseAddress("[::1]:9443"), { hostname: "::1", port: 9443 });
-    assert.deepEqual(parseAddress("8081"), { hostname: "0.0.0.0", port: 8081 });
-    assert.throws(() => parseAddress("localhost"), /invalid bind address "localhost"/);
-    assert.throws(() => parseAddress(":99999"), /port too large/);
-  });
-
-  it("serves a handler on a free loopback port until stopped", async () => {
-    const server = await serve((request) => new Response(new URL(request.url).pathname), {
-      address: "127.0.0.1:0",
-    });
-    try {
-      assert.ok(server.port > 0);
-      assert.equal(server.url, `http://127.0.0.1:${server.port}`);
-      const response = await fetch(`${server.url}/hello`);
-      assert.equal(await response.text(), "/hello");
-    } finally {
-      await server.stop();
-    }
-    await assert.rejects(fetch(`${server.url}/hello`));
-  });
 });

@@ -32,8 +32,6 @@ import { Registry, registry as globalRegistry } from "../../lib/metrics/registry
 import { restClientMetrics } from "../../lib/metrics/rest_client.ts";
 import { metricsApp } from "../../lib/metrics/server.ts";
 import { Manager, type MetricsServing } from "../../lib/manager/manager.ts";
-import { serveWithCertificateDirectory } from "../../lib/manager/certificate_server.ts";
-import { type CertificatePair, createCertificateAuthority } from "../../lib/util/certs.ts";
 import { eventually } from "../support/eventually.ts";
 import { captureLogs } from "../support/logs.ts";
 import { fetchTrusting, presentedCertificates } from "../support/tls.ts";
@@ -1340,87 +1338,4 @@ describe("the manager's metrics server", () => {
       }
     },
   );
-
-  it("serves the certificate of a directory and the new one after the files change", {
-    timeout: 60_000,
-  }, async () => {
-    const dir = mkdtempSync(join(tmpdir(), "rudder-certs-"));
-    const write = (pair: CertificatePair) => {
-      writeFileSync(join(dir, "cert.pem"), pair.cert);
-      writeFileSync(join(dir, "key.pem"), pair.key);
-    };
-    const first = await createCertificateAuthority("first-ca");
-    const second = await createCertificateAuthority("second-ca");
-    const third = await createCertificateAuthority("third-ca");
-    const hosts = { commonName: "localhost", dnsNames: ["localhost"], ips: ["127.0.0.1"] };
-    write(await first.issueServing(hosts));
-    const logs = await captureLogs();
-    const server = await serveWithCertificateDirectory(
-      () => new Response("hello"),
-      "127.0.0.1:0",
-      { certDir: dir, certName: "cert.pem", keyName: "key.pem", pollInterval: 50 },
-    );
-    try {
-      assert.equal((await fetchTrusting(first.cert, server.url)).text, "hello");
-      await assert.rejects(fetchTrusting(second.cert, server.url));
-      const secondPair = await second.issueServing(hosts);
-      write(secondPair);
-      await eventually(
-        "the new certificate is served",
-        () => fetchTrusting(second.cert, server.url).then((r) => r.text === "hello", () => false),
-      );
-      // A key that cannot be parsed, and then a certificate without its key (as while a Secret's
-      // files are written one by one), keep the last good pair, and the listener never stops:
-      // every request of a few polls is answered.
-      const steps: [string, string, RegExp | undefined][] = [
-        ["key.pem", "-----BEGIN PRIVATE KEY-----\nbroken\n", /key \S+key\.pem cannot be parsed/],
-        ["key.pem", secondPair.key, undefined],
-        [
-          "cert.pem",
-          (await third.issueServing(hosts)).cert,
-          /key \S+key\.pem is not the key of the certificate \S+cert\.pem/,
-        ],
-      ];
-      for (const [file, text, warning] of steps) {
-        writeFileSync(join(dir, file), text);
-        for (let i = 0; i < 10; i++) {
-          assert.equal((await fetchTrusting(second.cert, server.url)).text, "hello");
-          await new Promise((resolve) => setTimeout(resolve, 20));
-        }
-        if (warning) {
-          await eventually(
-            `the warning ${warning}`,
-            () => logs.records.some((r) => warning.test(String(r.properties.reason))),
-          );
-        }
-      }
-      const logged = JSON.stringify(logs.records.map((r) => [r.message, r.properties]));
-      assert.ok(!logged.includes("broken") && !logged.includes(secondPair.key.slice(40, 80)));
-    } finally {
-      await server.stop();
-      await logs.stop();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
-
-  it("does not start with a certificate whose key is another's, naming both files", {
-    timeout: 60_000,
-  }, async () => {
-    const dir = mkdtempSync(join(tmpdir(), "rudder-certs-"));
-    try {
-      const hosts = { commonName: "localhost", dnsNames: ["localhost"], ips: ["127.0.0.1"] };
-      const one = await (await createCertificateAuthority("one")).issueServing(hosts);
-      const other = await (await createCertificateAuthority("other")).issueServing(hosts);
-      writeFileSync(join(dir, "tls.crt"), one.cert);
-      writeFileSync(join(dir, "tls.key"), other.key);
-      await assert.rejects(
-        serveWithCertificateDirectory(() => new Response("hello"), "127.0.0.1:0", { certDir: dir }),
-        new RegExp(
-          `the TLS key ${dir}/tls\\.key is not the key of the certificate ${dir}/tls\\.crt`,
-        ),
-      );
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
 });

@@ -1,0 +1,24 @@
+/**
+ * The seam between Rudder and a runtime's HTTP server: serve a `fetch` handler on a host and
+ * port, with an optional fixed TLS pair. One small adapter per runtime answers it
+ * (`serve_deno.ts`, `serve_bun.ts`); nothing else in the library asks which runtime it is on to
+ * serve.
+ *
+ * @module
+ */
+
+import type { Handler, Served, ServeOptions } from "./types.ts";
+import { serveDeno } from "./serve_deno.ts";
+import { serveBun } from "./serve_bun.ts";
+
+/** An adapter: serves `handler` and resolves once listening; rejects when it cannot listen. */
+export type ServeFunction = (handler: Handler, options: ServeOptions) => Promise<Served>;
+
+export type { Served, ServeOptions };
+
+/** Serves `handler` with the current runtime's own server. */
+export function serve(handler: Handler, options: ServeOptions): Promise<Served> {
+  if ("Deno" in globalThis) return serveDeno(handler, options);
+  if ("Bun" in globalThis) return serveBun(handler, options);
+  return Promise.reject(new Error("serving HTTP needs Deno or Bun"));
+}
