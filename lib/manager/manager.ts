@@ -1,10 +1,12 @@
 /**
  * The Manager: owns the cache, the clients, the HTTP servers and every runnable (controllers
- * above all), starts them in controller-runtime's order and stops them in reverse:
+ * above all), held in groups that start in controller-runtime's order and stop in reverse
+ * (see runnable_group.ts):
  *
  * ```
- * start: HTTP servers (metrics, probes) → webhooks → caches (synced) → other runnables
- *        → leader election → runnables that need leadership (controllers)
+ * start: HTTP servers (metrics, probes) → webhooks (certificate rotator, webhook server)
+ *        → caches (synced) → other runnables (event recorders) → leader election (elected)
+ *        → runnables that need leadership (controllers)
  * stop:  the same, backwards, within gracefulShutdownTimeout
  * ```
  *
@@ -41,14 +43,10 @@ import { metricsApp } from "../metrics/server.ts";
 import { EventRecorder } from "../events/recorder.ts";
 import { type Checker, Checks, healthApp, informersReady } from "../healthz/healthz.ts";
 import { LeaderElectionLostError, LeaderElector } from "../leaderelection/leader_election.ts";
-import {
-  CertWatcher,
-  type Handler,
-  HTTPServer,
-  type HTTPServerOptions,
-  parseAddress,
-  type TLSPair,
-} from "../server/mod.ts";
+import { parseAddress } from "../server/address.ts";
+import { CertWatcher } from "../server/certwatcher.ts";
+import { HTTPServer } from "../server/http_server.ts";
+import { type GroupName, isCache, Runnables } from "./runnable_group.ts";
 import type { WebhookHost } from "../webhook/builder.ts";
 import { CertificateRotator, type CertificateRotatorOptions } from "../webhook/rotation.ts";
 import { WebhookServer, type WebhookServerOptions } from "../webhook/server.ts";
@@ -173,40 +171,6 @@ function validateMetricsOptions(options: ManagerOptions): void {
   }
 }
 
-/** A group of runnables sharing one stop signal. */
-class RunnableGroup {
-  readonly runnables: Runnable[] = [];
-  readonly #controller = new AbortController();
-  readonly #running: Promise<void>[] = [];
-  #started = false;
-  #onError: (err: unknown) => void = () => {};
-
-  get signal(): AbortSignal {
-    return this.#controller.signal;
-  }
-
-  add(runnable: Runnable): void {
-    this.runnables.push(runnable);
-    if (this.#started) this.#run(runnable);
-  }
-
-  start(onError: (err: unknown) => void): void {
-    this.#started = true;
-    this.#onError = onError;
-    for (const runnable of this.runnables) this.#run(runnable);
-  }
-
-  #run(runnable: Runnable): void {
-    this.#running.push(runnable.start(this.#controller.signal).catch((err) => this.#onError(err)));
-  }
-
-  /** Aborts the group's signal and waits for every runnable to return. */
-  async stop(): Promise<void> {
-    this.#controller.abort();
-    while (this.#running.length > 0) await Promise.all(this.#running.splice(0));
-  }
-}
-
 /** The in-cluster namespace, when running in a pod. */
 function inClusterNamespace(): string | undefined {
   try {
@@ -217,37 +181,38 @@ function inClusterNamespace(): string | undefined {
 }
 
 /**
- * A configuration that loads on first use: the Manager's constructor is synchronous (as in
- * DESIGN.md §1), so its clients share this object, and the first request fills it in.
+ * A configuration loaded on first use: the Manager's constructor is synchronous, so its clients
+ * share this object, and `load()` (at start, or at the first request) fills it in. Its
+ * credentials come from the loaded configuration's own provider.
  */
-function lazyConfig(
-  load: () => Promise<KubeConfig>,
-): { config: KubeConfig; loaded: () => Promise<KubeConfig> } {
-  let loading: Promise<KubeConfig> | undefined;
-  const config: KubeConfig = {
-    server: "",
-    namespace: "default",
-    source: "not loaded yet",
-    auth: undefined as unknown as AuthProvider,
+class DeferredConfig implements KubeConfig {
+  server = "";
+  namespace = "default";
+  source = "not loaded yet";
+  caData?: string;
+  insecureSkipTLSVerify?: boolean;
+  tlsServerName?: string;
+  proxyURL?: string;
+  contextName?: string;
+  readonly auth: AuthProvider = {
+    credentials: async (signal) => (await this.load()).credentials(signal),
+    invalidate: async () => (await (await this.load()).invalidate?.()) ?? false,
   };
-  const loaded = () => {
-    loading ??= load().then((real) => {
-      Object.assign(config, real);
-      return config;
+  readonly #load: () => Promise<KubeConfig>;
+  #loading: Promise<AuthProvider> | undefined;
+
+  constructor(load: () => Promise<KubeConfig>) {
+    this.#load = load;
+  }
+
+  /** Loads the configuration once; resolves with its credentials' provider. */
+  load(): Promise<AuthProvider> {
+    this.#loading ??= this.#load().then(({ auth, ...loaded }) => {
+      Object.assign(this, loaded);
+      return auth;
     });
-    return loading;
-  };
-  config.auth = {
-    credentials: async (signal) => {
-      const real = await loaded();
-      return await real.auth.credentials(signal);
-    },
-    invalidate: async () => {
-      const real = await loaded();
-      return (await real.auth.invalidate?.()) ?? false;
-    },
-  };
-  return { config, loaded };
+    return this.#loading;
+  }
 }
 
 /**
@@ -275,7 +240,7 @@ function lazyConfig(
 export class Manager implements ControllerHost, WebhookHost {
   readonly #options: ManagerOptions;
   readonly #config: KubeConfig;
-  readonly #loadConfig: () => Promise<KubeConfig>;
+  readonly #loadConfig: () => Promise<unknown>;
   readonly #rest: RestClient;
   readonly #apiReader: Client;
   readonly #cache: Cache;
@@ -283,16 +248,17 @@ export class Manager implements ControllerHost, WebhookHost {
   readonly #registry: Registry;
   readonly #healthz = new Checks("healthz");
   readonly #readyz = new Checks("readyz");
-  readonly #others = new RunnableGroup();
-  readonly #leaderRunnables = new RunnableGroup();
+  readonly #runnables = new Runnables();
   readonly #recorders = new Map<string, EventRecorder>();
   readonly #identity = `${hostname()}_${crypto.randomUUID()}`;
   readonly #log = getLogger(["rudder", "manager"]);
-  #elected = Promise.withResolvers<void>();
+  readonly #elected = Promise.withResolvers<void>();
   #started = false;
-  #servers: { name: string; server: RunningServer }[] = [];
+  #metricsServer: HTTPServer | undefined;
+  #probeServer: HTTPServer | undefined;
   #webhookServer: WebhookServer | undefined;
-  #leading = false;
+  #rotator: CertificateRotator | undefined;
+  #elector: LeaderElector | undefined;
 
   /** Creates a manager; nothing runs until {@linkcode Manager.start}. */
   constructor(options: ManagerOptions = {}) {
@@ -300,11 +266,11 @@ export class Manager implements ControllerHost, WebhookHost {
     this.#options = options;
     if (options.config) {
       this.#config = options.config;
-      this.#loadConfig = () => Promise.resolve(options.config!);
+      this.#loadConfig = () => Promise.resolve();
     } else {
-      const lazy = lazyConfig(() => loadConfig());
-      this.#config = lazy.config;
-      this.#loadConfig = lazy.loaded;
+      const deferred = new DeferredConfig(() => loadConfig());
+      this.#config = deferred;
+      this.#loadConfig = () => deferred.load();
     }
     this.#registry = options.metricsRegistry ?? defaultRegistry;
     this.#rest = new RestClient(this.#config, { onRequest: restClientMetrics(this.#registry) });
@@ -314,6 +280,17 @@ export class Manager implements ControllerHost, WebhookHost {
     this.#client = newCachedClient(this.#cache, this.#apiReader, options.client);
     this.#elected.promise.catch(() => {});
     this.#readyz.add("informers", informersReady(() => this.#cache.health()));
+    this.#addOwn(this.#cache);
+    this.#addOwn({
+      name: "event recorders",
+      needLeaderElection: () => false,
+      start: async (signal) => {
+        await untilAborted(signal);
+        await Promise.all([...this.#recorders.values()].map((r) => r.flush().catch(() => {})));
+      },
+    });
+    // First of the leader runnables: what becoming the leader means to the manager itself.
+    this.#addOwn({ name: "leadership", start: () => this.#startLeading() });
   }
 
   /** The client reconcilers use: reads from the cache, writes to the API server. */
@@ -348,12 +325,12 @@ export class Manager implements ControllerHost, WebhookHost {
 
   /** URL of the metrics server while it runs. */
   get metricsURL(): string | undefined {
-    return this.#servers.find((s) => s.name === "metrics")?.server.url;
+    return this.#metricsServer?.url;
   }
 
   /** URL of the health-probe server while it runs. */
   get healthProbeURL(): string | undefined {
-    return this.#servers.find((s) => s.name === "health")?.server.url;
+    return this.#probeServer?.url;
   }
 
   /** The webhook server, made on first use; it starts with the manager if anything is registered. */
@@ -399,12 +376,20 @@ export class Manager implements ControllerHost, WebhookHost {
   }
 
   /**
-   * Adds a runnable. Those that need leader election (the default for controllers) run only on
-   * the leader; the others run on every replica, after the caches have synced.
+   * Adds a runnable to the group of what it is, as controller-runtime's manager does: a cache
+   * (anything with `waitForCacheSync`) to the caches, a webhook server or certificate rotator to
+   * the webhooks, a leader elector to leader election; others by `needLeaderElection()`: `false`
+   * to the runnables of every replica (started once the caches have synced), else (the default,
+   * controllers) to those that run only on the leader. Added after start, it starts at once if
+   * its group runs.
    */
   add(runnable: Runnable): void {
-    const needsLeader = runnable.needLeaderElection?.() ?? true;
-    (needsLeader ? this.#leaderRunnables : this.#others).add(runnable);
+    this.#addOwn(runnable);
+  }
+
+  /** Adds one of the manager's own runnables: not through add(), which a subclass may override. */
+  #addOwn(runnable: Runnable): void {
+    this.#runnables.add(runnable, groupOf(runnable));
   }
 
   /** Resolves when this replica leads (at once without leader election). */
@@ -414,128 +399,97 @@ export class Manager implements ControllerHost, WebhookHost {
 
   /**
    * Runs everything until `signal` aborts — or, without a signal, until SIGTERM or SIGINT (a
-   * second signal exits at once). Resolves after a graceful stop; rejects when a runnable
-   * fails, when leadership is lost, or when the stop takes longer than
-   * `gracefulShutdownTimeout`. A second `start` is an error.
+   * second signal exits at once): the groups of runnables start in order, each once the one
+   * before is ready, and stop in reverse. Resolves after a graceful stop; rejects when a runnable
+   * fails, when leadership is lost, or when the stop takes longer than `gracefulShutdownTimeout`.
+   * A second `start` is an error.
    */
   async start(signal?: AbortSignal): Promise<void> {
     if (this.#started) throw new Error("the manager was already started");
     this.#started = true;
-    const stop = new AbortController();
+    const stopping = new AbortController();
     let failure: unknown;
     const fail = (err: unknown) => {
       failure ??= err;
-      stop.abort();
+      stopping.abort();
     };
-    const removeSignalHandlers = signal ? () => {} : this.#handleSignals(stop);
-    signal?.addEventListener("abort", () => stop.abort(), { once: true });
-    if (signal?.aborted) stop.abort();
-
-    const cacheStop = new AbortController();
-    let cacheRun: Promise<void> | undefined;
-    let elector: LeaderElector | undefined;
-    let electorRun: Promise<void> | undefined;
-    const electorStop = new AbortController();
-    const webhookStop = new AbortController();
-    let webhookRun: Promise<void> | undefined;
-    let rotator: CertificateRotator | undefined;
-    let rotatorRun: Promise<void> | undefined;
+    const stopListening = signal ? forwardAbort(signal, stopping) : this.#handleSignals(stopping);
     try {
       await this.#loadConfig();
-      await this.#startServers();
-      const webhooks = this.#webhookServer;
-      if (webhooks?.hasHandlers()) {
-        if (this.#options.webhookCertificates) {
-          rotator = new CertificateRotator({
-            ...this.#options.webhookCertificates,
-            client: this.#apiReader,
-            certDir: webhooks.certDir,
-            isLeader: () => this.#leading,
-          });
-          await rotator.ensure(); // the server needs its certificate to start
-          rotatorRun = rotator.start(webhookStop.signal);
-        }
-        this.#readyz.add("webhook", webhooks.startedChecker());
-        webhookRun = webhooks.start(webhookStop.signal).catch(fail);
-        await Promise.race([webhooks.started(), webhookRun]);
-      }
-      cacheRun = this.#cache.start(cacheStop.signal).catch(fail);
-      await this.#cache.waitForCacheSync(stop.signal);
-      this.#others.start(fail);
-      if (this.#options.leaderElection) {
-        elector = this.#elector();
-        electorRun = elector.run(electorStop.signal).catch(fail);
-        const won = await Promise.race([
-          elector.elected().then(() => true),
-          new Promise<false>((resolve) =>
-            stop.signal.addEventListener("abort", () => resolve(false), { once: true })
-          ),
-        ]);
-        if (won) {
-          this.#log.info("Elected leader as {identity}", { identity: this.#identity });
-          this.#leading = true;
-          this.#injectWebhookCA(rotator);
-          this.#elected.resolve();
-          this.#leaderRunnables.start(fail);
-        }
-      } else {
-        this.#leading = true;
-        this.#injectWebhookCA(rotator);
-        this.#elected.resolve();
-        this.#leaderRunnables.start(fail);
-      }
-      if (!stop.signal.aborted) {
-        await new Promise<void>((resolve) =>
-          stop.signal.addEventListener("abort", () => resolve(), { once: true })
-        );
-      }
+      await this.#addServingRunnables();
+      await this.#runnables.start(stopping.signal, fail);
+      await untilAborted(stopping.signal);
     } catch (err) {
       fail(err);
-    } finally {
-      this.#log.info("Stopping the manager");
-      // After losing the lease another replica may lead soon: abort the leader runnables'
-      // reconciles and do not wait for them, as controller-runtime exits at once.
-      const lost = failure instanceof LeaderElectionLostError;
-      const stopWebhooks = async () => {
-        webhookStop.abort();
-        await Promise.all([webhookRun, rotatorRun]);
-      };
-      const stopped = this.#stopAll(
-        cacheStop,
-        electorStop,
-        electorRun,
-        cacheRun,
-        !lost,
-        stopWebhooks,
+    }
+    this.#log.info("Stopping the manager");
+    const gracePeriod = this.#options.gracefulShutdownTimeout ?? DEFAULT_GRACEFUL_SHUTDOWN_MS;
+    // After losing the lease another replica may lead soon: the leader runnables are aborted
+    // and not waited for, as controller-runtime exits at once.
+    const abandonLeaders = failure instanceof LeaderElectionLostError;
+    const { stillRunning } = await this.#runnables.stop({ gracePeriod, abandonLeaders });
+    stopListening();
+    this.#rest.close();
+    this.#elected.reject(new Error("the manager stopped"));
+    if (stillRunning.length > 0) {
+      failure ??= new Error(
+        `failed waiting for all runnables to end within the grace period of ${gracePeriod} ms: ` +
+          `still running: ${stillRunning.join(", ")}`,
       );
-      const timeout = this.#options.gracefulShutdownTimeout ?? DEFAULT_GRACEFUL_SHUTDOWN_MS;
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const timedOut = new Promise<"timeout">((resolve) => {
-        timer = setTimeout(() => resolve("timeout"), timeout);
-      });
-      const outcome = await Promise.race([stopped.then(() => "stopped" as const), timedOut]);
-      clearTimeout(timer);
-      removeSignalHandlers();
-      this.#elected.reject(new Error("the manager stopped"));
-      if (outcome === "timeout") {
-        failure ??= new Error(
-          `failed waiting for all runnables to end within the grace period of ${timeout} ms`,
-        );
-      }
     }
     if (failure !== undefined) throw failure;
   }
 
-  /** On becoming leader: renew the webhook certificate if due and inject its CA, now. */
-  #injectWebhookCA(rotator: CertificateRotator | undefined): void {
-    rotator?.ensure().catch((err) => {
+  /**
+   * The runnables known only once the configuration is loaded: the metrics and health-probe
+   * servers, the webhook server (with its certificate rotator) when webhooks are registered, and
+   * the leader elector.
+   */
+  async #addServingRunnables(): Promise<void> {
+    this.#metricsServer = await this.#newMetricsServer();
+    const probeAddress = this.#options.healthProbeBindAddress;
+    if (probeAddress && probeAddress !== "0") {
+      const app = healthApp(this.#healthz, this.#readyz);
+      this.#probeServer = new HTTPServer({
+        name: "health probes",
+        address: probeAddress,
+        handler: app.fetch,
+      });
+    }
+    for (const server of [this.#metricsServer, this.#probeServer]) if (server) this.#addOwn(server);
+    const webhooks = this.#webhookServer;
+    if (webhooks?.hasHandlers()) {
+      if (this.#options.webhookCertificates) {
+        this.#rotator = new CertificateRotator({
+          ...this.#options.webhookCertificates,
+          client: this.#apiReader,
+          certDir: webhooks.certDir,
+          isLeader: () => this.#elector?.isLeader() ?? true,
+        });
+        this.#addOwn(this.#rotator); // before the server, which needs its certificate
+      }
+      this.#readyz.add("webhook", webhooks.startedChecker());
+      this.#addOwn(webhooks);
+    }
+    if (this.#options.leaderElection) {
+      this.#elector = this.#newElector();
+      this.#addOwn(this.#elector);
+    }
+  }
+
+  /** On becoming the leader: say so, and renew the webhook certificate if due and inject its CA. */
+  #startLeading(): Promise<void> {
+    if (this.#elector) this.#log.info("Elected leader as {identity}", { identity: this.#identity });
+    this.#elected.resolve();
+    this.#rotator?.ensure().catch((err) => {
       this.#log.error("Injecting the webhook CA failed (retried hourly): {error}", {
         error: (err as Error).message,
       });
     });
+    return Promise.resolve();
   }
 
-  #elector(): LeaderElector {
+  #newElector(): LeaderElector {
     const id = this.#options.leaderElectionID;
     if (!id) throw new Error("leaderElection needs leaderElectionID: the name of the Lease");
     const namespace = this.#options.leaderElectionNamespace ?? inClusterNamespace();
@@ -558,50 +512,31 @@ export class Manager implements ControllerHost, WebhookHost {
     });
   }
 
-  async #startServers(): Promise<void> {
-    const metricsAddress = this.#options.metricsBindAddress ?? DEFAULT_METRICS_BIND_ADDRESS;
-    if (metricsAddress !== "0") {
-      registerProcessMetrics(this.#registry);
-      this.#servers.push({ name: "metrics", server: await this.#serveMetrics(metricsAddress) });
-    }
-    const probeAddress = this.#options.healthProbeBindAddress;
-    if (probeAddress && probeAddress !== "0") {
-      const app = healthApp(this.#healthz, this.#readyz);
-      this.#servers.push({
-        name: "health",
-        server: await startServer({
-          name: "health probes",
-          address: probeAddress,
-          handler: app.fetch,
-        }),
-      });
-    }
-  }
-
   /**
-   * The metrics server: plain HTTP only when `metricsServing` says so; else HTTPS with the
-   * certificate of `metricsTLS`, of `metricsCertDir` (reloaded), or a self-signed one.
+   * The metrics server, unless disabled: plain HTTP only when `metricsServing` says so; else
+   * HTTPS with the certificate of `metricsTLS`, of `metricsCertDir` (reloaded), or a
+   * self-signed one.
    */
-  async #serveMetrics(address: string): Promise<RunningServer> {
-    const serve = (handler: Handler, tls?: TLSPair | CertWatcher) =>
-      startServer({ name: "metrics", address, handler, tls });
+  async #newMetricsServer(): Promise<HTTPServer | undefined> {
     const options = this.#options;
+    const address = options.metricsBindAddress ?? DEFAULT_METRICS_BIND_ADDRESS;
+    if (address === "0") return undefined;
+    registerProcessMetrics(this.#registry);
+    const name = "metrics";
     if (options.metricsServing === "insecure-http") {
       this.#log.warn(
         "Serving metrics over plain HTTP without authentication (metricsServing: insecure-http)",
       );
-      return await serve(metricsApp(this.#registry).fetch);
+      return new HTTPServer({ name, address, handler: metricsApp(this.#registry).fetch });
     }
-    const app = metricsApp(this.#registry, { secure: { rest: this.#rest } });
+    const handler = metricsApp(this.#registry, { secure: { rest: this.#rest } }).fetch;
     if (options.metricsCertDir) {
-      return await serve(
-        app.fetch,
-        new CertWatcher({
-          certDir: options.metricsCertDir,
-          certName: options.metricsCertName,
-          keyName: options.metricsKeyName,
-        }),
-      );
+      const tls = new CertWatcher({
+        certDir: options.metricsCertDir,
+        certName: options.metricsCertName,
+        keyName: options.metricsKeyName,
+      });
+      return new HTTPServer({ name, address, handler, tls });
     }
     let tls = options.metricsTLS;
     if (!tls) {
@@ -612,34 +547,7 @@ export class Manager implements ControllerHost, WebhookHost {
       tls = await selfSignedServingCertificate([...new Set(hosts)]);
       this.#log.info("Serving metrics with a self-signed certificate (no metricsCertDir given)");
     }
-    return await serve(app.fetch, tls);
-  }
-
-  /**
-   * Stops in reverse order: leader runnables, the lease, other runnables, caches, webhooks,
-   * servers.
-   */
-  async #stopAll(
-    cacheStop: AbortController,
-    electorStop: AbortController,
-    electorRun: Promise<void> | undefined,
-    cacheRun: Promise<void> | undefined,
-    waitForLeaderRunnables: boolean,
-    stopWebhooks: () => Promise<void>,
-  ): Promise<void> {
-    const leaderStopped = this.#leaderRunnables.stop();
-    if (waitForLeaderRunnables) await leaderStopped;
-    else leaderStopped.catch(() => {});
-    electorStop.abort();
-    await electorRun;
-    await this.#others.stop();
-    await Promise.all([...this.#recorders.values()].map((r) => r.flush().catch(() => {})));
-    cacheStop.abort();
-    await cacheRun;
-    await stopWebhooks();
-    await Promise.all(this.#servers.map(({ server }) => server.stop()));
-    this.#servers = [];
-    this.#rest.close();
+    return new HTTPServer({ name, address, handler, tls });
   }
 
   /** SIGTERM and SIGINT start a graceful stop; a second one exits at once. */
@@ -663,24 +571,29 @@ export class Manager implements ControllerHost, WebhookHost {
   }
 }
 
-/** A server the manager runs: its URL, and how to stop it. */
-interface RunningServer {
-  readonly url: string;
-  stop(): Promise<void>;
+/** The group a runnable belongs to, by what it is (controller-runtime's `runnables.Add`). */
+function groupOf(runnable: Runnable): GroupName {
+  if (runnable instanceof HTTPServer) return "HTTP servers";
+  if (runnable instanceof WebhookServer || runnable instanceof CertificateRotator) {
+    return "webhooks";
+  }
+  if (isCache(runnable)) return "caches";
+  if (runnable instanceof LeaderElector) return "leader election";
+  return (runnable.needLeaderElection?.() ?? true) ? "leader runnables" : "others";
 }
 
-/** Starts an {@linkcode HTTPServer}; resolves once it listens. */
-async function startServer(options: HTTPServerOptions): Promise<RunningServer> {
-  const server = new HTTPServer(options);
-  const stop = new AbortController();
-  const running = server.start(stop.signal);
-  running.catch(() => {});
-  await server.ready();
-  return {
-    url: server.url!,
-    stop: async () => {
-      stop.abort();
-      await running;
-    },
-  };
+/** Resolves when `signal` aborts. */
+function untilAborted(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve();
+    else signal.addEventListener("abort", () => resolve(), { once: true });
+  });
+}
+
+/** Aborts `target` when `signal` does; returns what stops listening. */
+function forwardAbort(signal: AbortSignal, target: AbortController): () => void {
+  const onAbort = () => target.abort();
+  if (signal.aborted) target.abort();
+  else signal.addEventListener("abort", onAbort, { once: true });
+  return () => signal.removeEventListener("abort", onAbort);
 }

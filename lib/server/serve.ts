@@ -10,6 +10,7 @@
 import type { Handler, Served, ServeOptions } from "./types.ts";
 import { serveDeno } from "./serve_deno.ts";
 import { serveBun } from "./serve_bun.ts";
+import { runtimeName } from "../util/runtime.ts";
 
 /** An adapter: serves `handler` and resolves once listening; rejects when it cannot listen. */
 export type ServeFunction = (handler: Handler, options: ServeOptions) => Promise<Served>;
@@ -18,7 +19,12 @@ export type { Served, ServeOptions };
 
 /** Serves `handler` with the current runtime's own server. */
 export function serve(handler: Handler, options: ServeOptions): Promise<Served> {
-  if ("Deno" in globalThis) return serveDeno(handler, options);
-  if ("Bun" in globalThis) return serveBun(handler, options);
-  return Promise.reject(new Error("serving HTTP needs Deno or Bun"));
+  switch (runtimeName()) {
+    case "deno":
+      return serveDeno(handler, options);
+    case "bun":
+      return serveBun(handler, options);
+    default:
+      return Promise.reject(new Error("serving HTTP needs Deno or Bun"));
+  }
 }

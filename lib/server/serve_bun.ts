@@ -5,31 +5,15 @@
  */
 
 import { constants } from "node:crypto";
+import { bun } from "../util/runtime.ts";
 import type { Handler, Served, ServeOptions } from "./types.ts";
-
-/** The part of `Bun.serve`'s contract this adapter uses. */
-interface BunServer {
-  readonly hostname: string;
-  readonly port: number;
-  stop(closeActiveConnections?: boolean): Promise<void> | void;
-}
-
-interface BunRuntime {
-  serve(options: {
-    hostname: string;
-    port: number;
-    fetch: Handler;
-    error(error: Error): Response;
-    tls?: { cert: string; key: string; secureOptions: number };
-  }): BunServer;
-}
 
 /** Serves `handler` with `Bun.serve`; resolves once listening. */
 export function serveBun(handler: Handler, options: ServeOptions): Promise<Served> {
-  // `deno check` knows no Bun global; this is the shape of the part used here.
-  const bun = (globalThis as unknown as { Bun: BunRuntime }).Bun;
   try {
-    const server = bun.serve({
+    const runtime = bun();
+    if (!runtime) throw new Error("serveBun needs Bun");
+    const server = runtime.serve({
       hostname: options.hostname,
       port: options.port,
       fetch: handler,

@@ -25,6 +25,8 @@ export interface BunServeOptions {
   port?: number;
   /** Answers each request. */
   fetch(request: Request): Response | Promise<Response>;
+  /** Answers a request whose handler threw. */
+  error?(error: Error): Response;
   /** Serves HTTPS with this PEM pair; `secureOptions` are OpenSSL's `SSL_OP_*` flags. */
   tls?: { cert: string; key: string; secureOptions?: number };
 }

@@ -22,9 +22,11 @@ import type { Runnable } from "../util/runnable.ts";
 import {
   CertWatcher,
   DEFAULT_CERT_POLL_INTERVAL_MS as SERVER_CERT_POLL_INTERVAL_MS,
+} from "../server/certwatcher.ts";
+import {
   DEFAULT_DRAIN_TIMEOUT_MS as SERVER_DRAIN_TIMEOUT_MS,
   HTTPServer,
-} from "../server/mod.ts";
+} from "../server/http_server.ts";
 import { type Registry } from "../metrics/registry.ts";
 import { type WebhookMetrics, webhookMetrics } from "../metrics/webhook.ts";
 import type { AdmissionOperation } from "./admission.ts";

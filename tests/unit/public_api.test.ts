@@ -171,8 +171,6 @@ describe("layers", () => {
       // A folder's mod.ts is a facade for users: it may re-export from any folder.
       if (from.endsWith(".ts") || file.endsWith("/mod.ts")) continue;
       for (const spec of relativeImports(read(relative(ROOT, file)))) {
-        // lib/server/mod.ts is no facade for users (not a subpath) but the serving layer's barrel.
-        if (resolve(dirname(file), spec) === join(ROOT, "lib/server/mod.ts")) continue;
         assert.ok(!spec.endsWith("mod.ts"), `${relative(ROOT, file)} imports the facade ${spec}`);
       }
       for (const spec of relativeImports(read(relative(ROOT, file)))) {

@@ -192,14 +192,13 @@ describe("CertificateRotator", () => {
         stop.abort();
         await running;
 
-        const failing = new CertificateRotator({
-          ...options,
-          client: new FakeClient({ objects: [] }),
-          namespace: "",
+        const forbidden = newInterceptedClient(new FakeClient(), {
+          get: () => Promise.reject(new Error("secrets is forbidden")),
         });
+        const failing = new CertificateRotator({ ...options, client: forbidden });
         const waiting = new AbortController();
         const ready = failing.ready(waiting.signal);
-        await assert.rejects(failing.start(new AbortController().signal));
+        await assert.rejects(failing.start(new AbortController().signal), /forbidden/);
         waiting.abort();
         await assert.rejects(ready, "never ready after a failed start");
       } finally {
