@@ -3,8 +3,8 @@
  * client. It keeps objects in memory and answers every verb the way kube-apiserver does —
  * uids, resourceVersions, generations, finalizers, status and scale subresources, selectors,
  * paging, patches, server-side apply, dry runs and the API errors — so a reconciler can be
- * tested without a control plane. The contract suite in `tests/contract/` runs the same
- * scenarios against this client and against a real kube-apiserver.
+ * tested without a control plane. Rudder's own test suite runs one set of scenarios against
+ * this client and against a real kube-apiserver to keep the two alike.
  *
  * What it does not do: defaulting (a Deployment keeps the fields you gave it), schema
  * validation beyond names and labels, admission (namespaces need not exist), garbage
