@@ -1,6 +1,6 @@
 /**
- * Builds `kube-apiserver` and `etcd` from the Go modules pinned in envtest_module.ts (a go.mod
- * and go.sum written out to a temporary module), once, into the cache that `Environment` looks in, reporting progress at
+ * Builds `kube-apiserver` and `etcd` from the Go modules pinned in envtest_module.ts (its go.mod
+ * and go.sum written into the cache), once, into the cache that `Environment` looks in, reporting progress at
  * least every 10 s. With `KUBEBUILDER_ASSETS` set it builds nothing and checks that directory.
  * `deno task envtest` and `rudder envtest setup` run it.
  *
