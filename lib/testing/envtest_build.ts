@@ -1,8 +1,8 @@
 /**
  * Builds `kube-apiserver` and `etcd` from the Go modules pinned in envtest_module.ts (its go.mod
- * and go.sum written into the cache), once, into the cache that `Environment` looks in, reporting progress at
- * least every 10 s. With `KUBEBUILDER_ASSETS` set it builds nothing and checks that directory.
- * `deno task envtest` and `rudder envtest setup` run it.
+ * and go.sum written into the cache), once, into the cache that `Environment` looks in,
+ * reporting progress at least every 10 s. With `KUBEBUILDER_ASSETS` set it builds nothing and
+ * checks that directory. `deno task envtest` and `rudder envtest setup` run it.
  *
  * @module
  */
