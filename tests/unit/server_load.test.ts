@@ -17,6 +17,7 @@ import { CertWatcher, HTTPServer, type TLSPair } from "../../lib/server/mod.ts";
 import { type CertificateAuthority, createCertificateAuthority } from "../../lib/util/certs.ts";
 import { admissionHandler, allowed } from "../../lib/webhook/admission.ts";
 import { WebhookServer } from "../../lib/webhook/server.ts";
+import { CONFIGMAP_REVIEW } from "../support/admission.ts";
 
 const SWAPS = 20;
 /** Clients per server: half keep their connections, half open one per request. */
@@ -25,19 +26,6 @@ const CLIENTS = 4;
 const MAX_REQUESTS_PER_CLIENT = 10_000;
 /** Milliseconds of requests around each swap, so that swaps happen under load. */
 const PAUSE_MS = 100;
-
-const REVIEW = JSON.stringify({
-  apiVersion: "admission.k8s.io/v1",
-  kind: "AdmissionReview",
-  request: {
-    uid: "u-load",
-    kind: { group: "", version: "v1", kind: "ConfigMap" },
-    resource: { group: "", version: "v1", resource: "configmaps" },
-    operation: "CREATE",
-    userInfo: { username: "admin" },
-    object: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "x" } },
-  },
-});
 
 let dir: string;
 let ca: CertificateAuthority;
@@ -156,7 +144,7 @@ describe("serving under certificate swaps", () => {
           const response = await fetch(`${webhooks.url}/validate`, {
             method: "POST",
             headers: { "content-type": "application/json" },
-            body: REVIEW,
+            body: CONFIGMAP_REVIEW,
           });
           const answer = await response.json();
           if (response.status !== 200 || answer.response?.allowed !== true) {

@@ -17,6 +17,7 @@ import { admissionHandler, allowed } from "../../lib/webhook/admission.ts";
 import { WebhookServer } from "../../lib/webhook/server.ts";
 import { eventually } from "../support/eventually.ts";
 import { tlsFetch } from "../support/tls_fetch.ts";
+import { CONFIGMAP_REVIEW } from "../support/admission.ts";
 
 const HOOK_TIMEOUT = { timeout: 60_000 };
 const T = { timeout: 60_000 };
@@ -37,19 +38,6 @@ async function writeServing(ca: CertificateAuthority): Promise<void> {
   renameSync(join(dir, "tls.key.tmp"), join(dir, "tls.key"));
   renameSync(join(dir, "tls.crt.tmp"), join(dir, "tls.crt"));
 }
-
-const REVIEW = JSON.stringify({
-  apiVersion: "admission.k8s.io/v1",
-  kind: "AdmissionReview",
-  request: {
-    uid: "u-1",
-    kind: { group: "", version: "v1", kind: "ConfigMap" },
-    resource: { group: "", version: "v1", resource: "configmaps" },
-    operation: "CREATE",
-    userInfo: { username: "admin" },
-    object: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "x" } },
-  },
-});
 
 function post(body: BodyInit, type = "application/json"): RequestInit {
   return { method: "POST", headers: { "content-type": type }, body };
@@ -95,7 +83,11 @@ describe("WebhookServer", () => {
 
   it("serves a registered path over HTTPS and reports ready", T, async () => {
     server.startedChecker()();
-    const response = await tlsFetch(`${server.url}/validate-configmaps`, [ca1.cert], post(REVIEW));
+    const response = await tlsFetch(
+      `${server.url}/validate-configmaps`,
+      [ca1.cert],
+      post(CONFIGMAP_REVIEW),
+    );
     assert.equal(response.status, 200);
     const review = await response.json();
     assert.deepEqual(review.response, { uid: "u-1", allowed: true, warnings: ["looked at"] });
@@ -107,7 +99,7 @@ describe("WebhookServer", () => {
       [post("{{{"), 400],
       [post(JSON.stringify({ kind: "ConversionReview" })), 400],
       [post(JSON.stringify({ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview" })), 400],
-      [post(REVIEW, "text/plain"), 415],
+      [post(CONFIGMAP_REVIEW, "text/plain"), 415],
       [post("x".repeat(8 * 1024 * 1024)), 413],
       [{ method: "GET" }, 405],
     ];
@@ -115,8 +107,11 @@ describe("WebhookServer", () => {
       const response = await tlsFetch(url, [ca1.cert], init);
       assert.equal(response.status, status, `${init.method} ${String(init.body).slice(0, 20)}`);
     }
-    assert.equal((await tlsFetch(`${server.url}/nothing`, [ca1.cert], post(REVIEW))).status, 404);
-    assert.equal((await tlsFetch(url, [ca1.cert], post(REVIEW))).status, 200);
+    assert.equal(
+      (await tlsFetch(`${server.url}/nothing`, [ca1.cert], post(CONFIGMAP_REVIEW))).status,
+      404,
+    );
+    assert.equal((await tlsFetch(url, [ca1.cert], post(CONFIGMAP_REVIEW))).status, 200);
   });
 
   it("counts requests by path and code in controller-runtime's families", T, async () => {
@@ -152,7 +147,7 @@ describe("WebhookServer", () => {
       while (running) {
         sent++;
         try {
-          const response = await tlsFetch(url, both, post(REVIEW));
+          const response = await tlsFetch(url, both, post(CONFIGMAP_REVIEW));
           if (response.status !== 200) failures.push(`status ${response.status}`);
         } catch (err) {
           failures.push(String(err));
@@ -165,7 +160,7 @@ describe("WebhookServer", () => {
       "new connections see the new certificate",
       async () => {
         try {
-          return (await tlsFetch(url, [ca2.cert], post(REVIEW))).status === 200;
+          return (await tlsFetch(url, [ca2.cert], post(CONFIGMAP_REVIEW))).status === 200;
         } catch {
           return false;
         }
@@ -178,7 +173,7 @@ describe("WebhookServer", () => {
     await Promise.all(load);
     assert.deepEqual(failures, []);
     assert.ok(sent > 5, `only ${sent} requests were sent`);
-    await assert.rejects(tlsFetch(url, [ca1.cert], post(REVIEW)));
+    await assert.rejects(tlsFetch(url, [ca1.cert], post(CONFIGMAP_REVIEW)));
   });
 
   it("keeps the current certificate while the files on disk do not load", T, async () => {
@@ -194,7 +189,7 @@ describe("WebhookServer", () => {
     );
     renameSync(join(dir, "tls.crt.tmp"), join(dir, "tls.crt"));
     assert.equal(await server.reloadCertificate(), false);
-    assert.equal((await tlsFetch(url, [ca2.cert], post(REVIEW))).status, 200);
+    assert.equal((await tlsFetch(url, [ca2.cert], post(CONFIGMAP_REVIEW))).status, 200);
     await writeServing(ca2);
   });
 });
@@ -264,11 +259,11 @@ describe("WebhookServer stopping", () => {
         idle.write(
           `POST /fast HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n` +
             `Content-Length: ${
-              Buffer.byteLength(REVIEW)
-            }\r\nConnection: keep-alive\r\n\r\n${REVIEW}`,
+              Buffer.byteLength(CONFIGMAP_REVIEW)
+            }\r\nConnection: keep-alive\r\n\r\n${CONFIGMAP_REVIEW}`,
         );
         assert.match(await firstAnswer, /^HTTP\/1\.1 200/);
-        const slow = tlsFetch(`${server.url}/slow`, [ca.cert], post(REVIEW));
+        const slow = tlsFetch(`${server.url}/slow`, [ca.cert], post(CONFIGMAP_REVIEW));
         await entered.promise; // the slow request is in progress
         const began = Date.now();
         stop.abort();
