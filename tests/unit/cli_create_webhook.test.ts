@@ -127,7 +127,7 @@ describe("rudder create webhook", () => {
       const validation = await rudder(dir, "create", "webhook", "--kind", "Backup", "--validation");
       assert.equal(validation.code, 0, validation.err);
       const validator = read(dir, "webhooks/backup_webhook.ts");
-      assert.match(validator, /newWebhookManagedBy\(mgr\)\.for\(Backup\)\n {4}\.withValidator\(/);
+      assert.match(validator, /newWebhookManagedBy\(mgr, Backup\)\n {4}\.withValidator\(/);
       assert.doesNotMatch(validator, /withDefaulter|defaultBackup/);
       const test = read(dir, "webhooks/backup_webhook_test.ts");
       assert.match(

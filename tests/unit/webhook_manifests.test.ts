@@ -162,7 +162,7 @@ describe("rudder init --webhooks", () => {
   it("adds a defaulting and validating webhook and registers it in setup(mgr)", T, () => {
     const files = scaffold(options, DEPENDENCY_VERSIONS);
     const webhook = files.get("webhooks/memcached_webhook.ts")!;
-    assert.match(webhook, /newWebhookManagedBy\(mgr\)\.for\(Memcached\)/);
+    assert.match(webhook, /newWebhookManagedBy\(mgr, Memcached\)/);
     assert.match(webhook, /memcached\.spec\.replicas \?\?= 1/);
     assert.match(webhook, /MAX_REPLICAS = 10/);
     assert.match(
