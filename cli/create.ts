@@ -87,6 +87,10 @@ export const createSpec: CommandSpec = {
     "`rudder init --webhooks` writes: ENABLE_WEBHOOKS and the webhook certificate in main.ts, the",
     "webhook server's permissions in rudder.json, and the kind's spec.replicas, which the",
     "webhooks default and check. `rudder manifests` then writes their webhook configurations.",
+    "",
+    "Both insert their import and call in main.ts just above the marker comments rudder init",
+    "writes there: // +rudder:scaffold:imports, // +rudder:scaffold:controllers and",
+    "// +rudder:scaffold:webhooks.",
   ],
   examples: [
     "rudder create api --kind MemcachedBackup",

@@ -128,6 +128,9 @@ const PLACEHOLDER = {
   kind: "Memcached",
 } as const;
 
+/** The template project's files, as {@linkcode names} names them for its placeholder kind. */
+const TEMPLATE = names(PLACEHOLDER);
+
 /**
  * The template `path` of `templates/project/` rendered for `options`: its placeholders replaced,
  * its optional parts kept as `flags` say. Its import of the kind's api module imports `apiFile`.
@@ -140,15 +143,14 @@ function renderProjectFile(
 ): string {
   const template = TEMPLATE_FILES[path];
   if (template === undefined) throw new Error(`the template project has no ${path}`);
-  const placeholder = PLACEHOLDER.kind.toLowerCase();
   return renderTemplate(template, {
     replacements: {
       [PLACEHOLDER.name]: options.name,
-      [`../api/${placeholder}.ts`]: `../${apiFile}`,
+      [`../${TEMPLATE.apiFile}`]: `../${apiFile}`,
       [PLACEHOLDER.group]: options.group,
       [PLACEHOLDER.version]: options.version,
       [PLACEHOLDER.kind]: options.kind,
-      [placeholder]: options.kind.toLowerCase(),
+      [TEMPLATE.lower]: options.kind.toLowerCase(),
     },
     flags,
   });
@@ -164,9 +166,9 @@ function kindFiles(options: ScaffoldOptions): [string, string][] {
   const n = names(options);
   const flags = templateFlags(options);
   return [
-    [n.apiFile, renderProjectFile("api/memcached.ts", options, flags)],
-    [n.controllerFile, renderProjectFile("controllers/memcached_controller.ts", options, flags)],
-    [n.testFile, renderProjectFile("controllers/memcached_controller_test.ts", options, flags)],
+    [n.apiFile, renderProjectFile(TEMPLATE.apiFile, options, flags)],
+    [n.controllerFile, renderProjectFile(TEMPLATE.controllerFile, options, flags)],
+    [n.testFile, renderProjectFile(TEMPLATE.testFile, options, flags)],
   ];
 }
 
@@ -473,11 +475,8 @@ export function webhookFiles(
   const n = names(options);
   const flags = templateFlags(options, parts);
   return new Map([
-    [n.webhookFile, renderProjectFile("webhooks/memcached_webhook.ts", options, flags, apiFile)],
-    [
-      n.webhookTestFile,
-      renderProjectFile("webhooks/memcached_webhook_test.ts", options, flags, apiFile),
-    ],
+    [n.webhookFile, renderProjectFile(TEMPLATE.webhookFile, options, flags, apiFile)],
+    [n.webhookTestFile, renderProjectFile(TEMPLATE.webhookTestFile, options, flags, apiFile)],
   ]);
 }
 
