@@ -133,6 +133,10 @@ describe("renderTemplate", () => {
       `export type ${long} = ObjectOf<\n  typeof ${long}\n>;\n`,
     );
     assert.equal(
+      render(`type ${long} = Make<(a: A) => B, typeof ${long}>;\n`),
+      `type ${long} = Make<\n  (a: A) => B,\n  typeof ${long}\n>;\n`,
+    );
+    assert.equal(
       render(`import { ${long}, b${long} } from "./x.ts";\nuse(${long});\nuse(b${long});\n`),
       `import {\n  ${long},\n  b${long},\n} from "./x.ts";\nuse(${long});\nuse(b${long});\n`,
     );
