@@ -2,7 +2,8 @@
  * `rudder create api --kind <Kind>`: adds a custom resource and its controller to a project made
  * by `rudder init` (kubebuilder's `create api`). It writes `api/<kind>.ts`,
  * `controllers/<kind>_controller.ts` and its test, a sample object under `config/samples/`,
- * lists the api module in `rudder.json`, and registers the controller in `main.ts`'s `setup`.
+ * lists the api module in `rudder.json`, and registers the controller in `main.ts`'s `setup`
+ * (its import and call inserted at the markers `rudder init` writes there; see `markers.ts`).
  * The existing tests' local control planes are given the new CRD, since the operator they start
  * now watches the new kind too. `rudder create webhook --kind <Kind>` adds admission webhooks
  * for a kind the project has (kubebuilder's `create webhook`; see `create_webhook.ts`).
@@ -22,7 +23,10 @@ import {
 } from "./args.ts";
 import { runCreateWebhook } from "./create_webhook.ts";
 import { validateScaffoldOptions } from "./init.ts";
+import { existingKinds } from "./kinds.ts";
+import { insertAtMarker } from "./markers.ts";
 import { findProjectDir, loadProject, SETTINGS_FILE } from "./project.ts";
+import { importStatement } from "./render.ts";
 import {
   apiFiles,
   sampleKustomization,
@@ -83,6 +87,10 @@ export const createSpec: CommandSpec = {
     "`rudder init --webhooks` writes: ENABLE_WEBHOOKS and the webhook certificate in main.ts, the",
     "webhook server's permissions in rudder.json, and the kind's spec.replicas, which the",
     "webhooks default and check. `rudder manifests` then writes their webhook configurations.",
+    "",
+    "Both insert their import and call in main.ts just above the marker comments rudder init",
+    "writes there: // +rudder:scaffold:imports, // +rudder:scaffold:controllers and",
+    "// +rudder:scaffold:webhooks.",
   ],
   examples: [
     "rudder create api --kind MemcachedBackup",
@@ -92,58 +100,26 @@ export const createSpec: CommandSpec = {
   ],
 };
 
-/** A kind the project already has: its name, api module, group and version. */
-export interface ExistingKind {
-  kind: string;
-  file: string;
-  group: string;
-  version: string;
-}
-
-/** The kinds declared with `defineResource({...})` in the project's api modules. */
-export function existingKinds(dir: string, apiModules: string[]): ExistingKind[] {
-  const kinds: ExistingKind[] = [];
-  for (const file of apiModules) {
-    const path = join(dir, file);
-    if (!existsSync(path)) continue;
-    const source = readFileSync(path, "utf8");
-    for (const match of source.matchAll(/defineResource\(\{([^]*?)\n\}\)/g)) {
-      const field = (name: string) => match[1].match(new RegExp(`\\b${name}:\\s*"([^"]+)"`))?.[1];
-      const kind = field("kind");
-      const group = field("group");
-      const version = field("version");
-      if (kind && group && version) kinds.push({ kind, file, group, version });
-    }
-  }
-  return kinds;
-}
-
 /**
- * `main.ts` with `setup<Kind>Controller` imported (after the last controller import) and called
- * in `setup` (after the last controller set-up there); throws when it cannot find either spot.
+ * `main.ts` with `setup<Kind>Controller` imported and called in `setup`, each inserted above
+ * its marker (see `markers.ts`); unchanged when it calls it already. Throws a
+ * `MissingMarkerError` naming `file` when a marker is not there.
  */
-export function registerController(main: string, kind: string, controllerFile: string): string {
+export function registerController(
+  main: string,
+  kind: string,
+  controllerFile: string,
+  file = "main.ts",
+): string {
   const call = `setup${kind}Controller`;
   if (main.includes(`${call}(`)) return main;
-  const lines = main.split("\n");
-  const importLine = `import { ${call} } from "./${controllerFile}";`;
-  const lastImport = lines.findLastIndex((line) => /^import .* from "\.\/controllers\//.test(line));
-  const anyImport = lines.findLastIndex((line) => /^import .* from "/.test(line));
-  const at = lastImport >= 0 ? lastImport : anyImport;
-  if (at < 0) throw new Error("main.ts has no import to add the controller's after");
-  lines.splice(at + 1, 0, importLine);
-
-  const setupStart = lines.findIndex((line) => /^export (async )?function setup\(/.test(line));
-  if (setupStart < 0) throw new Error("main.ts has no `export function setup(mgr)`");
-  const setupEnd = lines.findIndex((line, i) => i > setupStart && line === "}");
-  if (setupEnd < 0) throw new Error("main.ts: cannot find the end of setup()");
-  let lastCall = -1;
-  for (let i = setupStart + 1; i < setupEnd; i++) {
-    if (/^\s+setup\w*Controller\(/.test(lines[i])) lastCall = i;
-  }
-  const indent = lastCall >= 0 ? lines[lastCall].match(/^\s*/)![0] : "  ";
-  lines.splice(lastCall >= 0 ? lastCall + 1 : setupEnd, 0, `${indent}${call}(mgr);`);
-  return lines.join("\n");
+  const imported = insertAtMarker(
+    main,
+    "imports",
+    importStatement([call], `./${controllerFile}`).split("\n"),
+    file,
+  );
+  return insertAtMarker(imported, "controllers", [`${call}(mgr);`], file);
 }
 
 /** Runs `rudder create api` or `rudder create webhook`. */
@@ -201,7 +177,12 @@ export function runCreate(args: string[], io: CommandIO): number {
   }
 
   const mainPath = join(dir, settings.main);
-  const main = registerController(readFileSync(mainPath, "utf8"), kind, controllerFile);
+  const main = registerController(
+    readFileSync(mainPath, "utf8"),
+    kind,
+    controllerFile,
+    settings.main,
+  );
 
   // Samples: add this kind's and list every sample in the kustomization.
   const sample = samplePath(options);

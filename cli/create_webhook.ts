@@ -2,7 +2,8 @@
  * `rudder create webhook --kind <Kind>`: adds admission webhooks for a kind the project already
  * has (kubebuilder's `create webhook`). It writes `webhooks/<kind>_webhook.ts` (a defaulter, a
  * validator or both; the template of `rudder init --webhooks`) and its unit test, and registers
- * `setup<Kind>Webhook(mgr)` in `main.ts`'s `setup`. A project without webhooks yet is given
+ * `setup<Kind>Webhook(mgr)` in `main.ts`'s `setup`, at the markers `rudder init` writes there
+ * (see `markers.ts`). A project without webhooks yet is given
  * what `init --webhooks` would have written: the `options: { webhooks?: boolean }` of `setup`,
  * `ENABLE_WEBHOOKS`, the webhook certificate of `createManager`, the webhook server's
  * permissions in `rudder.json`, and the kind's `spec.replicas` that the template's webhooks
@@ -14,17 +15,11 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { booleanFlag, type CommandIO, type ParsedArgs, stringFlag, UsageError } from "./args.ts";
-import { type ExistingKind, existingKinds } from "./create.ts";
+import { type ExistingKind, existingKinds } from "./kinds.ts";
+import { insertAtMarker } from "./markers.ts";
 import { type ProjectSettings, SETTINGS_FILE } from "./project.ts";
-import {
-  importStatement,
-  WEBHOOK_PERMISSIONS,
-  webhookFiles,
-  type WebhookParts,
-} from "./templates.ts";
-
-/** Where a project's webhook modules live, relative to it. */
-const WEBHOOKS_DIR = "webhooks";
+import { importStatement } from "./render.ts";
+import { WEBHOOK_PERMISSIONS, webhookFiles, type WebhookParts } from "./templates.ts";
 
 /** The module `webhookCertificatesFromEnv` is imported from. */
 const WEBHOOK_MODULE = "@rudder/operator/webhook";
@@ -67,14 +62,14 @@ function functionEnd(lines: string[], from: number): number {
 }
 
 /**
- * `main.ts` with `setup<Kind>Webhook` imported and called in `setup` (after the last webhook
- * set-up there, else after the last controller's), under `options.webhooks ?? true` as
- * `rudder init --webhooks` writes it. A main module without webhooks yet is first given what
- * `init --webhooks` writes: the import of `webhookCertificatesFromEnv`, the
- * `options: { webhooks?: boolean } = {}` parameter of `setup`, and in `createManager` the
- * `ENABLE_WEBHOOKS` switch, the `webhookCertificates` option and `setup(mgr, { webhooks })`.
- * Idempotent. Throws a {@linkcode MainModuleError} naming `file` when a spot it needs is not
- * there.
+ * `main.ts` with `setup<Kind>Webhook` imported and called in `setup` under
+ * `options.webhooks ?? true`, as `rudder init --webhooks` writes it: the import above the
+ * `imports` marker, the call above the `webhooks` one (see `markers.ts`). A main module without
+ * webhooks yet is first given what `init --webhooks` writes: the import of
+ * `webhookCertificatesFromEnv`, the `options: { webhooks?: boolean } = {}` parameter of `setup`,
+ * and in `createManager` the `ENABLE_WEBHOOKS` switch, the `webhookCertificates` option and
+ * `setup(mgr, { webhooks })`. Idempotent. Throws, naming `file`, a {@linkcode MainModuleError}
+ * when a spot of that set-up is not there, or a `MissingMarkerError` when a marker is not.
  */
 export function registerWebhook(
   main: string,
@@ -138,16 +133,10 @@ export function registerWebhook(
     lines.splice(createStart + 1, 0, '  const webhooks = process.env.ENABLE_WEBHOOKS === "true";');
   }
 
-  // Imports: webhookCertificatesFromEnv after the packages', the set-up after its peers'.
-  /** The line of the last import whose specifier passes `test`, else of the last import. */
-  const importAfter = (test: (specifier: string) => boolean): number => {
-    const imports = importLines(lines);
-    const last = imports.findLast(({ specifier }) => test(specifier)) ?? imports.at(-1);
-    if (!last) throw lacking("no import to add the webhook's after");
-    return last.index;
-  };
+  // webhookCertificatesFromEnv, after the packages' imports.
   if (!/^import \{[^}]*\bwebhookCertificatesFromEnv\b[^}]*\} from /m.test(main)) {
-    const fromWebhook = importLines(lines).find(({ index, specifier }) =>
+    const imports = importLines(lines);
+    const fromWebhook = imports.find(({ index, specifier }) =>
       specifier === WEBHOOK_MODULE && /^import \{ [^}]+ \} from /.test(lines[index])
     );
     if (fromWebhook) {
@@ -160,33 +149,32 @@ export function registerWebhook(
         },
       );
     } else {
-      const at = importAfter((specifier) => !specifier.startsWith("."));
-      lines.splice(at + 1, 0, `import { webhookCertificatesFromEnv } from "${WEBHOOK_MODULE}";`);
+      const last = imports.findLast(({ specifier }) => !specifier.startsWith(".")) ??
+        imports.at(-1);
+      if (!last) throw lacking("no import to add webhookCertificatesFromEnv's after");
+      lines.splice(
+        last.index + 1,
+        0,
+        `import { webhookCertificatesFromEnv } from "${WEBHOOK_MODULE}";`,
+      );
     }
   }
-  if (!lines.some((line) => line.includes(`${call}(`))) {
-    const peers = importLines(lines).map(({ specifier }) => specifier);
-    const dir = [WEBHOOKS_DIR, "controllers"].find((dir) =>
-      peers.some((specifier) => specifier.startsWith(`./${dir}/`))
-    );
-    const at = importAfter((specifier) => dir !== undefined && specifier.startsWith(`./${dir}/`));
-    lines.splice(at + 1, 0, ...importStatement([call], `./${webhookFile}`).split("\n"));
 
-    const start = lines.findIndex((line) => /^export (async )?function setup\(/.test(line));
-    const end = functionEnd(lines, start);
-    if (end < 0) throw lacking("cannot find the end of setup()");
-    const lastOf = (pattern: RegExp) =>
-      lines.findLastIndex((line, i) => i > start && i < end && pattern.test(line));
-    const webhook = lastOf(/^\s+.*\bsetup\w+Webhook\(mgr\);$/);
-    const last = webhook >= 0 ? webhook : lastOf(/^\s+setup\w*Controller\(/);
-    const indent = last >= 0 ? lines[last].replace(/\S.*$/, "") : "  ";
-    lines.splice(
-      last >= 0 ? last + 1 : end,
-      0,
-      `${indent}if (options.webhooks ?? true) ${call}(mgr);`,
-    );
-  }
-  return lines.join("\n");
+  // The kind's set-up: its import and call, each above its marker.
+  const enabled = lines.join("\n");
+  if (enabled.includes(`${call}(`)) return enabled;
+  const imported = insertAtMarker(
+    enabled,
+    "imports",
+    importStatement([call], `./${webhookFile}`).split("\n"),
+    file,
+  );
+  return insertAtMarker(
+    imported,
+    "webhooks",
+    [`if (options.webhooks ?? true) ${call}(mgr);`],
+    file,
+  );
 }
 
 /** What the webhooks of `parts` do with `spec.replicas`, for the field's description. */

@@ -34,7 +34,12 @@ import {
   UsageError,
 } from "./args.ts";
 import { type DiscoveredController, type Discovery, discoveryScript } from "./discover.ts";
-import { CERT_MODES, type CertMode, webhookManifests } from "./webhook_manifests.ts";
+import {
+  CERT_MODES,
+  type CertMode,
+  type WebhookManifests,
+  webhookManifests,
+} from "./webhook_manifests.ts";
 import {
   cliEntrypoint,
   currentRuntime,
@@ -210,6 +215,26 @@ export function toYAML(object: unknown): string {
   }`;
 }
 
+/** What the manifests of one operator share: its names, labels and optional parts. */
+interface ManifestContext {
+  settings: ManifestSettings;
+  discovery: Discovery;
+  /** The labels its pods carry and its Services select. */
+  selector: Record<string, string>;
+  /** The labels of every object: the selector's and `managed-by`. */
+  labels: Record<string, string>;
+  serviceAccount: string;
+  /** The port the metrics are served on; undefined when they are off. */
+  metricsPort: number | undefined;
+  /** The webhook part, when the operator serves webhooks. */
+  webhooks: WebhookManifests | undefined;
+}
+
+/** A manifest: its path under the output directory and its object. */
+type Manifest = [path: string, object: unknown];
+
+const RBAC_GROUP = "rbac.authorization.k8s.io";
+
 /**
  * Every file of the manifests, by path relative to the output directory: `crd/…`, `rbac/…`,
  * `manager/…`, `webhook/…` (only with webhooks) and `kustomization.yaml`.
@@ -219,221 +244,217 @@ export function generateManifests(
   discovery: Discovery,
   options: { certMode?: CertMode } = {},
 ): Map<string, string> {
-  const { name, namespace } = settings;
-  const labels = {
-    "app.kubernetes.io/name": name,
+  const selector = {
+    "app.kubernetes.io/name": settings.name,
     "app.kubernetes.io/component": "controller-manager",
   };
-  const objectLabels = { ...labels, "app.kubernetes.io/managed-by": "rudder" };
-  const serviceAccount = `${name}-controller-manager`;
-  const files = new Map<string, string>();
-  const webhooks = discovery.webhooks
-    ? webhookManifests(settings, discovery, options.certMode ?? CERT_MODES[0], {
-      selector: labels,
-      object: objectLabels,
-    })
-    : undefined;
-
-  // The namespace first: the objects after it live there (kustomize sorts so too).
-  files.set(
-    "manager/namespace.yaml",
-    toYAML({
-      apiVersion: "v1",
-      kind: "Namespace",
-      metadata: { name: namespace, labels: { ...objectLabels, ...POD_SECURITY_LABELS } },
-    }),
-  );
-  const crdFiles = (webhooks?.crds ?? discovery.crds).map((crd) => {
-    const spec = crd.spec as { group: string; names: { plural: string } };
-    return { path: `crd/${spec.group}_${spec.names.plural}.yaml`, crd };
-  }).sort((a, b) => compare(a.path, b.path));
-  for (const { path, crd } of crdFiles) files.set(path, toYAML(crd));
-
-  files.set(
-    "rbac/service_account.yaml",
-    toYAML({
-      apiVersion: "v1",
-      kind: "ServiceAccount",
-      metadata: { name: serviceAccount, namespace, labels: objectLabels },
-    }),
-  );
-  files.set(
-    "rbac/role.yaml",
-    toYAML({
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "ClusterRole",
-      metadata: { name: `${name}-manager-role`, labels: objectLabels },
-      rules: deriveRules(discovery.controllers, [
-        ...settings.rbac,
-        ...(webhooks?.clusterRules ?? []),
-      ]),
-    }),
-  );
-  files.set(
-    "rbac/role_binding.yaml",
-    toYAML({
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "ClusterRoleBinding",
-      metadata: { name: `${name}-manager-rolebinding`, labels: objectLabels },
-      roleRef: {
-        apiGroup: "rbac.authorization.k8s.io",
-        kind: "ClusterRole",
-        name: `${name}-manager-role`,
-      },
-      subjects: [{ kind: "ServiceAccount", name: serviceAccount, namespace }],
-    }),
-  );
-
-  const rbac = "rbac.authorization.k8s.io";
-  const subjects = [{ kind: "ServiceAccount", name: serviceAccount, namespace }];
-  files.set(
-    "rbac/leader_election_role.yaml",
-    toYAML({
-      apiVersion: `${rbac}/v1`,
-      kind: "Role",
-      metadata: { name: `${name}-leader-election-role`, namespace, labels: objectLabels },
-      rules: LEADER_ELECTION_RULES,
-    }),
-  );
-  files.set(
-    "rbac/leader_election_role_binding.yaml",
-    toYAML({
-      apiVersion: `${rbac}/v1`,
-      kind: "RoleBinding",
-      metadata: { name: `${name}-leader-election-rolebinding`, namespace, labels: objectLabels },
-      roleRef: { apiGroup: rbac, kind: "Role", name: `${name}-leader-election-role` },
-      subjects,
-    }),
-  );
-  const metricsPort = portOf(settings.metricsBindAddress);
-  if (metricsPort) {
-    files.set(
-      "rbac/metrics_auth_role.yaml",
-      toYAML({
-        apiVersion: `${rbac}/v1`,
-        kind: "ClusterRole",
-        metadata: { name: `${name}-metrics-auth-role`, labels: objectLabels },
-        rules: METRICS_AUTH_RULES,
-      }),
-    );
-    files.set(
-      "rbac/metrics_auth_role_binding.yaml",
-      toYAML({
-        apiVersion: `${rbac}/v1`,
-        kind: "ClusterRoleBinding",
-        metadata: { name: `${name}-metrics-auth-rolebinding`, labels: objectLabels },
-        roleRef: { apiGroup: rbac, kind: "ClusterRole", name: `${name}-metrics-auth-role` },
-        subjects,
-      }),
-    );
-    files.set(
-      "rbac/metrics_reader_role.yaml",
-      toYAML({
-        apiVersion: `${rbac}/v1`,
-        kind: "ClusterRole",
-        metadata: { name: `${name}-metrics-reader`, labels: objectLabels },
-        rules: METRICS_READER_RULES,
-      }),
-    );
-  }
-
-  if (webhooks && webhooks.namespacedRules.length > 0) {
-    files.set(
-      "rbac/webhook_certificate_role.yaml",
-      toYAML({
-        apiVersion: "rbac.authorization.k8s.io/v1",
-        kind: "Role",
-        metadata: { name: `${name}-webhook-certificate-role`, namespace, labels: objectLabels },
-        rules: webhooks.namespacedRules,
-      }),
-    );
-    files.set(
-      "rbac/webhook_certificate_role_binding.yaml",
-      toYAML({
-        apiVersion: "rbac.authorization.k8s.io/v1",
-        kind: "RoleBinding",
-        metadata: {
-          name: `${name}-webhook-certificate-rolebinding`,
-          namespace,
-          labels: objectLabels,
-        },
-        roleRef: {
-          apiGroup: "rbac.authorization.k8s.io",
-          kind: "Role",
-          name: `${name}-webhook-certificate-role`,
-        },
-        subjects: [{ kind: "ServiceAccount", name: serviceAccount, namespace }],
-      }),
-    );
-  }
-
-  const manager = deployment(settings, discovery, labels, objectLabels, serviceAccount);
-  if (webhooks) {
-    const pod = (manager.spec as { template: { spec: Record<string, unknown> } }).template.spec;
-    pod.volumes = webhooks.volumes;
-    const container = (pod.containers as Record<string, unknown>[])[0];
-    container.volumeMounts = webhooks.volumeMounts;
-    // kubebuilder's switch, the other way round: webhooks are served where they are deployed.
-    (container.env as Record<string, unknown>[]).push(
-      { name: "ENABLE_WEBHOOKS", value: "true" },
-      ...webhooks.env,
-    );
-  }
-  files.set("manager/deployment.yaml", toYAML(manager));
-  if (metricsPort) {
-    files.set(
-      "manager/metrics_service.yaml",
-      toYAML({
-        apiVersion: "v1",
-        kind: "Service",
-        metadata: {
-          name: `${name}-controller-manager-metrics-service`,
-          namespace,
-          labels: objectLabels,
-        },
-        spec: {
-          selector: labels,
-          ports: [{
-            name: "https",
-            port: METRICS_SERVICE_PORT,
-            protocol: "TCP",
-            targetPort: "metrics",
-          }],
-        },
-      }),
-    );
-  }
-
-  for (const [path, object] of webhooks?.files ?? []) files.set(path, toYAML(object));
-
-  const resources = [...files.keys()];
-  files.set(
-    "kustomization.yaml",
-    toYAML({
-      apiVersion: "kustomize.config.k8s.io/v1beta1",
-      kind: "Kustomization",
-      namespace,
-      resources,
-    }),
-  );
+  const labels = { ...selector, "app.kubernetes.io/managed-by": "rudder" };
+  const ctx: ManifestContext = {
+    settings,
+    discovery,
+    selector,
+    labels,
+    serviceAccount: `${settings.name}-controller-manager`,
+    metricsPort: portOf(settings.metricsBindAddress),
+    webhooks: discovery.webhooks
+      ? webhookManifests(settings, discovery, options.certMode ?? CERT_MODES[0], {
+        selector,
+        object: labels,
+      })
+      : undefined,
+  };
+  const manifests: Manifest[] = [
+    // The namespace first: the objects after it live there (kustomize sorts so too).
+    namespaceManifest(ctx),
+    ...crdManifests(ctx),
+    serviceAccountManifest(ctx),
+    managerRole(ctx),
+    managerRoleBinding(ctx),
+    leaderElectionRole(ctx),
+    leaderElectionRoleBinding(ctx),
+    ...metricsRbacManifests(ctx),
+    ...webhookCertificateRbacManifests(ctx),
+    deploymentManifest(ctx),
+    ...metricsServiceManifests(ctx),
+    ...ctx.webhooks?.files ?? [],
+  ];
+  const files = new Map(manifests.map(([path, object]) => [path, toYAML(object)]));
+  const [path, kustomization] = kustomizationManifest(ctx, [...files.keys()]);
+  files.set(path, toYAML(kustomization));
   return files;
 }
 
-function deployment(
-  settings: ManifestSettings,
-  discovery: Discovery,
-  labels: Record<string, string>,
-  objectLabels: Record<string, string>,
-  serviceAccount: string,
+/** The operator's namespace, which enforces the `restricted` Pod Security level. */
+function namespaceManifest({ settings, labels }: ManifestContext): Manifest {
+  return ["manager/namespace.yaml", {
+    apiVersion: "v1",
+    kind: "Namespace",
+    metadata: { name: settings.namespace, labels: { ...labels, ...POD_SECURITY_LABELS } },
+  }];
+}
+
+/** A file per CRD (with its conversion webhook when there is one), sorted by path. */
+function crdManifests({ discovery, webhooks }: ManifestContext): Manifest[] {
+  return (webhooks?.crds ?? discovery.crds).map((crd): Manifest => {
+    const spec = crd.spec as { group: string; names: { plural: string } };
+    return [`crd/${spec.group}_${spec.names.plural}.yaml`, crd];
+  }).sort((a, b) => compare(a[0], b[0]));
+}
+
+function serviceAccountManifest(ctx: ManifestContext): Manifest {
+  const { settings: { namespace }, serviceAccount, labels } = ctx;
+  return ["rbac/service_account.yaml", {
+    apiVersion: "v1",
+    kind: "ServiceAccount",
+    metadata: { name: serviceAccount, namespace, labels },
+  }];
+}
+
+/**
+ * A ClusterRole, or a Role in the operator's namespace, named `<operator>-<role>` with
+ * `rules`.
+ */
+function roleObject(
+  ctx: ManifestContext,
+  kind: "ClusterRole" | "Role",
+  role: string,
+  rules: readonly PolicyRule[],
 ): Record<string, unknown> {
-  const metricsPort = portOf(settings.metricsBindAddress);
+  const { settings: { name, namespace }, labels } = ctx;
+  return {
+    apiVersion: `${RBAC_GROUP}/v1`,
+    kind,
+    metadata: kind === "Role"
+      ? { name: `${name}-${role}`, namespace, labels }
+      : { name: `${name}-${role}`, labels },
+    rules,
+  };
+}
+
+/** The binding of `<operator>-<role>` (a ClusterRole or a Role) to the operator's account. */
+function bindingObject(
+  ctx: ManifestContext,
+  kind: "ClusterRole" | "Role",
+  role: string,
+): Record<string, unknown> {
+  const { settings: { name, namespace }, labels, serviceAccount } = ctx;
+  const binding = `${name}-${role.replace(/-role$/, "")}-rolebinding`;
+  return {
+    apiVersion: `${RBAC_GROUP}/v1`,
+    kind: `${kind}Binding`,
+    metadata: kind === "Role" ? { name: binding, namespace, labels } : { name: binding, labels },
+    roleRef: { apiGroup: RBAC_GROUP, kind, name: `${name}-${role}` },
+    subjects: [{ kind: "ServiceAccount", name: serviceAccount, namespace }],
+  };
+}
+
+/** The ClusterRole of what the controllers watch and own, and the project's extra rules. */
+function managerRole(ctx: ManifestContext): Manifest {
+  const rules = deriveRules(ctx.discovery.controllers, [
+    ...ctx.settings.rbac,
+    ...(ctx.webhooks?.clusterRules ?? []),
+  ]);
+  return ["rbac/role.yaml", roleObject(ctx, "ClusterRole", "manager-role", rules)];
+}
+
+function managerRoleBinding(ctx: ManifestContext): Manifest {
+  return ["rbac/role_binding.yaml", bindingObject(ctx, "ClusterRole", "manager-role")];
+}
+
+/** The Lease verbs of leader election, in the operator's namespace only. */
+function leaderElectionRole(ctx: ManifestContext): Manifest {
+  return [
+    "rbac/leader_election_role.yaml",
+    roleObject(ctx, "Role", "leader-election-role", LEADER_ELECTION_RULES),
+  ];
+}
+
+function leaderElectionRoleBinding(ctx: ManifestContext): Manifest {
+  return [
+    "rbac/leader_election_role_binding.yaml",
+    bindingObject(ctx, "Role", "leader-election-role"),
+  ];
+}
+
+/**
+ * With metrics on: the ClusterRole the metrics server's reviews need and its binding, and the
+ * `metrics-reader` ClusterRole for scrapers to bind.
+ */
+function metricsRbacManifests(ctx: ManifestContext): Manifest[] {
+  if (!ctx.metricsPort) return [];
+  return [
+    [
+      "rbac/metrics_auth_role.yaml",
+      roleObject(ctx, "ClusterRole", "metrics-auth-role", METRICS_AUTH_RULES),
+    ],
+    [
+      "rbac/metrics_auth_role_binding.yaml",
+      bindingObject(ctx, "ClusterRole", "metrics-auth-role"),
+    ],
+    [
+      "rbac/metrics_reader_role.yaml",
+      roleObject(ctx, "ClusterRole", "metrics-reader", METRICS_READER_RULES),
+    ],
+  ];
+}
+
+/** The Role (and its binding) the operator needs for its webhook certificate, if any. */
+function webhookCertificateRbacManifests(ctx: ManifestContext): Manifest[] {
+  const rules = ctx.webhooks?.namespacedRules ?? [];
+  if (rules.length === 0) return [];
+  return [
+    [
+      "rbac/webhook_certificate_role.yaml",
+      roleObject(ctx, "Role", "webhook-certificate-role", rules),
+    ],
+    [
+      "rbac/webhook_certificate_role_binding.yaml",
+      bindingObject(ctx, "Role", "webhook-certificate-role"),
+    ],
+  ];
+}
+
+/** With metrics on: the Service scrapers reach them through. */
+function metricsServiceManifests(ctx: ManifestContext): Manifest[] {
+  const { settings: { name, namespace }, selector, labels } = ctx;
+  if (!ctx.metricsPort) return [];
+  return [["manager/metrics_service.yaml", {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: { name: `${name}-controller-manager-metrics-service`, namespace, labels },
+    spec: {
+      selector,
+      ports: [{
+        name: "https",
+        port: METRICS_SERVICE_PORT,
+        protocol: "TCP",
+        targetPort: "metrics",
+      }],
+    },
+  }]];
+}
+
+/** The kustomization over `resources`, in the operator's namespace. */
+function kustomizationManifest(ctx: ManifestContext, resources: string[]): Manifest {
+  return ["kustomization.yaml", {
+    apiVersion: "kustomize.config.k8s.io/v1beta1",
+    kind: "Kustomization",
+    namespace: ctx.settings.namespace,
+    resources,
+  }];
+}
+
+/**
+ * The operator's hardened Deployment: its probes and ports, and with webhooks the server's
+ * volumes, mounts and environment.
+ */
+function deploymentManifest(ctx: ManifestContext): Manifest {
+  const { settings, selector, labels, serviceAccount, metricsPort, webhooks } = ctx;
   const healthPort = portOf(settings.healthProbeBindAddress);
   const ports = [
     ...(metricsPort ? [{ name: "metrics", containerPort: metricsPort, protocol: "TCP" }] : []),
     ...(healthPort ? [{ name: "health", containerPort: healthPort, protocol: "TCP" }] : []),
-    ...(discovery.webhooks
-      ? [{ name: "webhook", containerPort: WEBHOOK_PORT, protocol: "TCP" }]
-      : []),
+    ...(webhooks ? [{ name: "webhook", containerPort: WEBHOOK_PORT, protocol: "TCP" }] : []),
   ];
   const probes = healthPort
     ? {
@@ -449,19 +470,19 @@ function deployment(
       },
     }
     : {};
-  return {
+  return ["manager/deployment.yaml", {
     apiVersion: "apps/v1",
     kind: "Deployment",
     metadata: {
       name: `${settings.name}-controller-manager`,
       namespace: settings.namespace,
-      labels: objectLabels,
+      labels,
     },
     spec: {
       replicas: 1,
-      selector: { matchLabels: labels },
+      selector: { matchLabels: selector },
       template: {
-        metadata: { labels },
+        metadata: { labels: selector },
         spec: {
           serviceAccountName: serviceAccount,
           // The manager's own graceful stop takes up to 30 s; the kubelet waits longer.
@@ -482,6 +503,8 @@ function deployment(
               },
               { name: "METRICS_BIND_ADDRESS", value: settings.metricsBindAddress },
               { name: "HEALTH_PROBE_BIND_ADDRESS", value: settings.healthProbeBindAddress },
+              // kubebuilder's switch, the other way round: webhooks are served where deployed.
+              ...(webhooks ? [{ name: "ENABLE_WEBHOOKS", value: "true" }, ...webhooks.env] : []),
             ],
             ports,
             ...probes,
@@ -495,11 +518,13 @@ function deployment(
               runAsNonRoot: true,
               capabilities: { drop: ["ALL"] },
             },
+            ...(webhooks ? { volumeMounts: webhooks.volumeMounts } : {}),
           }],
+          ...(webhooks ? { volumes: webhooks.volumes } : {}),
         },
       },
     },
-  };
+  }];
 }
 
 /**

@@ -1,16 +1,22 @@
 /**
- * The files of a new operator project (`rudder init`), as text. The project has the shape of
- * `examples/example-operator`: `api/<kind>.ts` declares the custom resource,
- * `controllers/<kind>_controller.ts` reconciles it, and `main.ts` exports `setup(mgr)`, which
- * registers the controllers (what `rudder manifests` calls to derive RBAC) and starts the
- * manager when run.
+ * The files of a new operator project (`rudder init`), and those `rudder create api` and
+ * `rudder create webhook` add. The project has the shape of `examples/example-operator`:
+ * `api/<kind>.ts` declares the custom resource, `controllers/<kind>_controller.ts` reconciles it,
+ * `webhooks/<kind>_webhook.ts` holds its admission webhooks, and `main.ts` exports `setup(mgr)`,
+ * which registers them (what `rudder manifests` calls to derive RBAC) and starts the manager
+ * when run.
+ *
+ * Its TypeScript files are rendered from `templates/project/`, a project written for the
+ * placeholder kind Memcached that `deno check` type-checks against the library (see `render.ts`
+ * and `templates/embed.ts`); the configuration files, README and Dockerfile are made here.
  *
  * @module
  */
 
-import { guessPlural } from "../lib/api/resource.ts";
 import { VERSION } from "../lib/version.ts";
 import { denoV8FlagsArg, envAssignments } from "./project.ts";
+import { renderTemplate, type TemplateFlags } from "./render.ts";
+import { TEMPLATE_FILES } from "./templates/embedded.ts";
 
 /** The scaffold's `start` and `run` task: the operator with Rudder's environment and V8 flags. */
 const RUN_OPERATOR = [...envAssignments("deno"), "deno run -A", denoV8FlagsArg(), "main.ts"].join(
@@ -105,7 +111,6 @@ function names(options: ScaffoldOptions) {
   return {
     kind: options.kind,
     lower,
-    plural: guessPlural(options.kind),
     apiVersion: `${options.group}/${options.version}`,
     apiFile: `api/${lower}.ts`,
     controllerFile: `controllers/${lower}_controller.ts`,
@@ -113,6 +118,58 @@ function names(options: ScaffoldOptions) {
     webhookFile: `webhooks/${lower}_webhook.ts`,
     webhookTestFile: `webhooks/${lower}_webhook_test.ts`,
   };
+}
+
+/** What the template project is written for: each placeholder's value there. */
+const PLACEHOLDER = {
+  name: "memcached-operator",
+  group: "cache.example.com",
+  version: "v1alpha1",
+  kind: "Memcached",
+} as const;
+
+/** The template project's files, as {@linkcode names} names them for its placeholder kind. */
+const TEMPLATE = names(PLACEHOLDER);
+
+/**
+ * The template `path` of `templates/project/` rendered for `options`: its placeholders replaced,
+ * its optional parts kept as `flags` say. Its import of the kind's api module imports `apiFile`.
+ */
+function renderProjectFile(
+  path: string,
+  options: ScaffoldOptions,
+  flags: TemplateFlags,
+  apiFile: string = names(options).apiFile,
+): string {
+  const template = TEMPLATE_FILES[path];
+  if (template === undefined) throw new Error(`the template project has no ${path}`);
+  return renderTemplate(template, {
+    replacements: {
+      [PLACEHOLDER.name]: options.name,
+      [`../${TEMPLATE.apiFile}`]: `../${apiFile}`,
+      [PLACEHOLDER.group]: options.group,
+      [PLACEHOLDER.version]: options.version,
+      [PLACEHOLDER.kind]: options.kind,
+      [TEMPLATE.lower]: options.kind.toLowerCase(),
+    },
+    flags,
+  });
+}
+
+/** The template flags of a project: with or without webhooks, and which ones. */
+function templateFlags(options: ScaffoldOptions, parts: WebhookParts = BOTH_WEBHOOKS) {
+  return { webhooks: options.webhooks === true, ...parts };
+}
+
+/** A kind's api module, controller and controller test (`init` and `create api` write them). */
+function kindFiles(options: ScaffoldOptions): [string, string][] {
+  const n = names(options);
+  const flags = templateFlags(options);
+  return [
+    [n.apiFile, renderProjectFile(TEMPLATE.apiFile, options, flags)],
+    [n.controllerFile, renderProjectFile(TEMPLATE.controllerFile, options, flags)],
+    [n.testFile, renderProjectFile(TEMPLATE.testFile, options, flags)],
+  ];
 }
 
 /** How the project reaches Rudder: the import targets and the CLI command. */
@@ -271,456 +328,6 @@ function rudderJson(options: ScaffoldOptions): string {
   });
 }
 
-function apiModule(options: ScaffoldOptions): string {
-  const { kind } = names(options);
-  return `/**
- * The ${kind} custom resource: what its users ask for (spec) and what the operator reports
- * (status). One zod schema gives the TypeScript type, the validator and the CRD.
- *
- * @module
- */
-
-import { z } from "zod";
-import { conditionsSchema, defineResource, type ObjectOf, phaseSchema } from "@rudder/operator";
-
-/** The ${kind} kind: its resource type, CRD, validator and TypeScript type in one. */
-export const ${kind} = defineResource({
-  group: "${options.group}",
-  version: "${options.version}",
-  kind: "${kind}",
-  scope: "Namespaced",
-  spec: z.object({
-    replicas: z.number().int().min(0).default(1).describe("How many pods the Deployment runs."),
-    image: z.string().default("registry.k8s.io/pause:3.10").describe("Image of those pods."),
-  }),
-  status: z.object({
-    phase: phaseSchema(["Pending", "Running", "Deleting"]).optional(),
-    observedGeneration: z.number().int().optional(),
-    conditions: conditionsSchema.optional(),
-  }),
-  printerColumns: [
-    { name: "Replicas", jsonPath: ".spec.replicas" },
-    { name: "Phase", jsonPath: ".status.phase" },
-    { name: "Age", jsonPath: ".metadata.creationTimestamp", type: "date" },
-  ],
-});
-
-/** A ${kind} object. */
-export type ${kind} = ObjectOf<typeof ${kind}>;
-`;
-}
-
-/**
- * The controller of a kind: the example operator's (`examples/example-operator`, which a unit
- * test keeps equal to this template for its Example kind). Each object owns a Deployment, uses a
- * finalizer, records Events and reports a phase and a Ready condition.
- */
-function controllerModule(options: ScaffoldOptions): string {
-  const { kind, lower } = names(options);
-  return `/**
- * The ${kind} reconciler: each ${kind} owns a Deployment with \`spec.replicas\` pods; its status
- * reports the phase and a Ready condition; a finalizer lets it clean up before it goes away.
- *
- * @module
- */
-
-import {
-  addFinalizer,
-  clone,
-  containsFinalizer,
-  createOrUpdate,
-  Deployment,
-  ignoreNotFound,
-  type Manager,
-  mergeFrom,
-  newControllerManagedBy,
-  type ReconcileContext,
-  type Reconciler,
-  removeFinalizer,
-  type Request,
-  type Result,
-  setControllerReference,
-  setStatusCondition,
-} from "@rudder/operator";
-import type { appsv1, corev1 } from "@rudder/operator/api";
-import type { ObjectClient } from "@rudder/operator/controllerutil";
-import type { EventRecorder } from "@rudder/operator/events";
-import { ${kind} } from "../api/${lower}.ts";
-
-type DeploymentSpec = appsv1.DeploymentSpec;
-type PodTemplateSpec = corev1.PodTemplateSpec;
-
-/** The finalizer that makes deletion wait for the reconciler's clean-up. */
-export const FINALIZER = "${options.group}/cleanup";
-
-/** How long a healthy ${kind} waits before it is looked at again. */
-export const RESYNC_MS = 5 * 60_000;
-
-/** Reconciles ${kind} objects. */
-export class ${kind}Reconciler implements Reconciler {
-  readonly #client: ObjectClient;
-  readonly #recorder: EventRecorder | undefined;
-
-  /**
-   * Reads and writes through \`client\` (the manager's, or a FakeClient in unit tests) and
-   * records Events with \`recorder\` when there is one.
-   */
-  constructor(client: ObjectClient, recorder?: EventRecorder) {
-    this.#client = client;
-    this.#recorder = recorder;
-  }
-
-  /** Drives one ${kind} towards its spec. */
-  async reconcile(req: Request, ctx: ReconcileContext): Promise<Result> {
-${
-    fitLine(
-      `    const instance = await this.#client.get(${kind}, req).catch(ignoreNotFound);`,
-      `    const instance = await this.#client.get(${kind}, req).catch(\n      ignoreNotFound,\n    );`,
-    )
-  }
-    if (!instance) return {}; // deleted: nothing to do
-
-    // Objects from the cache are frozen: change a copy (clone), then patch the difference.
-    if (instance.metadata?.deletionTimestamp) {
-      if (!containsFinalizer(instance, FINALIZER)) return {};
-      // The Deployment goes with its owner (garbage collection); here the clean-up is a log and
-      // an event, then the finalizer is removed and the ${kind} disappears.
-      ctx.log.info("Cleaning up ${kind} {name}", { name: req.name });
-      this.#recorder?.event(instance, "Normal", "CleanedUp", "Delete", "finalizer ran");
-      const done = clone(instance);
-      removeFinalizer(done, FINALIZER);
-      await this.#client.patch(done, mergeFrom(instance));
-      return {};
-    }
-
-    if (!containsFinalizer(instance, FINALIZER)) {
-      const withFinalizer = clone(instance);
-      addFinalizer(withFinalizer, FINALIZER);
-      await this.#client.patch(withFinalizer, mergeFrom(instance));
-      // The patch's own event brings the ${kind} back with its finalizer.
-      return {};
-    }
-
-    const labels = {
-      "app.kubernetes.io/name": "${lower}",
-      "${options.group}/instance": req.name,
-    };
-    const { result } = await createOrUpdate<Deployment>(
-      this.#client,
-      {
-        apiVersion: "apps/v1",
-        kind: "Deployment",
-        metadata: { name: req.name, namespace: req.namespace },
-      },
-      (deployment) => {
-        // Set only the fields this operator owns: the API server defaults the rest, and
-        // replacing the whole spec would undo its defaults and update on every pass.
-        const spec: DeploymentSpec = deployment.spec ??= {
-          selector: { matchLabels: labels },
-          template: {},
-        };
-        spec.replicas = instance.spec.replicas;
-        spec.selector ??= { matchLabels: labels }; // immutable once created
-        const template: PodTemplateSpec = spec.template ??= {};
-        template.metadata = {
-          ...template.metadata,
-          labels: { ...template.metadata?.labels, ...labels },
-        };
-        const pod = template.spec ??= { containers: [] };
-        const app = pod.containers.find((c) => c.name === "app");
-        if (app) app.image = instance.spec.image;
-        else pod.containers.push({ name: "app", image: instance.spec.image });
-        setControllerReference(instance, deployment);
-      },
-    );
-    if (result !== "unchanged") {
-      ctx.log.info("Deployment {name} {result}", { name: req.name, result });
-      this.#recorder?.event(instance, "Normal", "Deployed", "Reconcile", \`Deployment \${result}\`);
-    }
-
-    const updated = clone(instance);
-    const status = (updated.status ??= {});
-    status.phase = "Running";
-    status.observedGeneration = instance.metadata?.generation;
-    status.conditions ??= [];
-    setStatusCondition(status.conditions, {
-      type: "Ready",
-      status: "True",
-      reason: "DeploymentUpToDate",
-      message: \`Deployment \${req.name} asks for \${instance.spec.replicas} replicas\`,
-      observedGeneration: instance.metadata?.generation,
-    });
-    if (JSON.stringify(updated.status) !== JSON.stringify(instance.status)) {
-      await this.#client.status().patch(updated, mergeFrom(instance));
-      ctx.log.info("${kind} {name} is {phase}", {
-        name: req.name,
-        phase: status.phase,
-      });
-    }
-    return { requeueAfter: RESYNC_MS };
-  }
-}
-
-/** Registers the ${kind} controller with the manager: for ${kind}s, owning Deployments. */
-export function setup${kind}Controller(mgr: Manager): void {
-  const recorder = mgr.getEventRecorderFor("${lower}-controller");
-  newControllerManagedBy(mgr)
-    .for(${kind})
-    .owns(Deployment)
-    .withOptions({ maxConcurrentReconciles: 10 })
-    .complete(new ${kind}Reconciler(mgr.getClient(), recorder));
-}
-`;
-}
-
-function mainModule(options: ScaffoldOptions): string {
-  const { kind, lower } = names(options);
-  return `/**
- * The ${options.name} operator's entry point. In a cluster the Deployment of \`rudder manifests\`
- * sets its environment: LEADER_ELECTION_NAMESPACE (the pod's namespace), METRICS_BIND_ADDRESS
- * and HEALTH_PROBE_BIND_ADDRESS. Metrics are served over HTTPS to scrapers the API server
- * authenticates and authorises (bind the \`${options.name}-metrics-reader\` ClusterRole);
- * METRICS_SERVING=insecure-http serves plain HTTP to anyone instead, for local development.
- * Outside a cluster it uses your kubeconfig and needs LEADER_ELECTION_NAMESPACE set (\`rudder dev\`
- * does all of this for you). LOG_FORMAT=dev prints readable lines instead of JSON.
- *
- * @module
- */
-
-import process from "node:process";
-import { configureLogging, Manager, type ManagerOptions } from "@rudder/operator";
-import { LeaderElectionLostError } from "@rudder/operator/leaderelection";
-import { describeError } from "@rudder/operator/manager";${
-    options.webhooks
-      ? `\nimport { webhookCertificatesFromEnv } from "@rudder/operator/webhook";`
-      : ""
-  }
-import { setup${kind}Controller } from "./controllers/${lower}_controller.ts";${
-    options.webhooks
-      ? `\n${importStatement([`setup${kind}Webhook`], `./webhooks/${lower}_webhook.ts`)}`
-      : ""
-  }
-
-/**
- * Registers this operator's controllers${
-    options.webhooks ? ", webhooks" : ""
-  } and checks with \`mgr\`. \`rudder manifests\` calls it
- * with a manager that never starts, to learn what the controllers watch (their RBAC).
- */
-export function setup(mgr: Manager${
-    options.webhooks ? ", options: { webhooks?: boolean } = {}" : ""
-  }): void {
-  mgr.addHealthzCheck("ping", () => {});
-  setup${kind}Controller(mgr);${
-    options.webhooks ? `\n  if (options.webhooks ?? true) setup${kind}Webhook(mgr);` : ""
-  }
-}
-
-/** The operator's manager, configured from the environment, with its controllers. */
-export function createManager(overrides: Partial<ManagerOptions> = {}): Manager {${
-    options.webhooks ? `\n  const webhooks = process.env.ENABLE_WEBHOOKS === "true";` : ""
-  }
-  const mgr = new Manager({${
-    options.webhooks
-      ? `
-    // Without cert-manager, the operator provisions its webhook certificate (WEBHOOK_CERT_*).
-    ...(webhooks ? { webhookCertificates: webhookCertificatesFromEnv(process.env) } : {}),`
-      : ""
-  }
-    metricsBindAddress: process.env.METRICS_BIND_ADDRESS ?? ":8443",
-    // Plain HTTP only when asked for in so many words; anything else serves HTTPS.
-    metricsServing: process.env.METRICS_SERVING === "insecure-http" ? "insecure-http" : "secure",
-    healthProbeBindAddress: process.env.HEALTH_PROBE_BIND_ADDRESS ?? ":8081",
-    leaderElection: true,
-    leaderElectionID: "${options.name}-leader",
-    leaderElectionNamespace: process.env.LEADER_ELECTION_NAMESPACE,
-    // The process exits right after a graceful stop, so the next replica may lead at once.
-    leaderElectionReleaseOnCancel: true,
-    ...overrides,
-  });
-  setup(mgr${options.webhooks ? ", { webhooks }" : ""});
-  return mgr;
-}
-
-if (import.meta.main) {
-  try {
-    await configureLogging({
-      dev: process.env.LOG_FORMAT === "dev",
-      categories: [["${options.name}"]],
-    });
-    await createManager().start(); // until SIGTERM or SIGINT, then a graceful stop
-  } catch (err) {
-    // One line that names the problem: no stack trace, no page of bundled source.
-    console.error(
-      err instanceof LeaderElectionLostError
-        ? \`leadership lost: \${err.message}\`
-        : describeError(err),
-    );
-    process.exit(1);
-  }
-}
-`;
-}
-
-/** The test's import from its controller, as deno fmt writes it (names sorted, lines ≤ 100). */
-function controllerImport(kind: string, from: string): string {
-  const names = ["FINALIZER", "RESYNC_MS", `${kind}Reconciler`]
-    .sort((a, b) => a.toLowerCase().localeCompare(b.toLowerCase()));
-  return fitLine(
-    `import { ${names.join(", ")} } from "${from}";`,
-    ["import {", ...names.map((name) => `  ${name},`), `} from "${from}";`].join("\n"),
-  );
-}
-
-/** `line` if it fits deno fmt's line width of 100 (as the scaffold's deno.json sets it), else `broken`. */
-function fitLine(line: string, broken: string): string {
-  return line.length <= 100 ? line : broken;
-}
-
-function controllerTest(options: ScaffoldOptions): string {
-  const { kind, lower, apiVersion } = names(options);
-  return `// The ${kind} controller, tested two ways: its reconciler against FakeClient (in memory, no
-// cluster), and the whole operator against a real local control plane (etcd + kube-apiserver,
-// started by Environment; \`rudder envtest setup\` builds them, or set KUBEBUILDER_ASSETS).
-// Every hook and test states its timeout: a control plane can take a minute to start on a busy
-// machine. (Bun runs node:test hooks under bun test's own default, 5 s, whatever they ask for;
-// bunfig.toml preloads bun_test_setup.ts, which raises it.)
-import { after, before, describe, it } from "node:test";
-import assert from "node:assert/strict";
-import { type Client, Deployment, isNotFound, newClient } from "@rudder/operator";
-import type { Logger } from "@rudder/operator/manager";
-import { Environment, FakeClient } from "@rudder/operator/testing";
-import { ${kind} } from "../api/${lower}.ts";
-import { createManager } from "../main.ts";
-${controllerImport(kind, `./${lower}_controller.ts`)}
-
-const quiet: Logger = {
-  debug: () => {},
-  info: () => {},
-  warn: () => {},
-  error: () => {},
-  with: () => quiet,
-};
-
-async function eventually(what: string, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (!(await check().catch(() => false))) {
-    if (Date.now() > deadline) assert.fail(\`timed out waiting until \${what}\`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
-/** Milliseconds for starting the control plane: Environment gives up after 2 min itself. */
-const START_TIMEOUT = 180_000;
-/** Milliseconds for a test on the control plane, or for stopping it. */
-const TEST_TIMEOUT = 60_000;
-
-describe("${kind}Reconciler", () => {
-  const ctx = { signal: new AbortController().signal, log: quiet, reconcileID: "test" };
-
-  it("owns a Deployment with the replicas asked for, and reports Running", {
-    timeout: TEST_TIMEOUT,
-  }, async () => {
-    const key = { namespace: "default", name: "sample" };
-    const client = new FakeClient({ types: [${kind}] });
-    await client.create({
-      apiVersion: "${apiVersion}",
-      kind: "${kind}",
-      metadata: key,
-      spec: { replicas: 2, image: "registry.k8s.io/pause:3.10" },
-    });
-    const reconciler = new ${kind}Reconciler(client);
-    await reconciler.reconcile(key, ctx); // adds the finalizer
-    const withFinalizer = await client.get(${kind}, key);
-    assert.deepEqual(withFinalizer.metadata?.finalizers, [FINALIZER]);
-    const result = await reconciler.reconcile(key, ctx);
-    assert.deepEqual(result, { requeueAfter: RESYNC_MS });
-
-    const deployment = await client.get(Deployment, key);
-    assert.equal(deployment.spec?.replicas, 2);
-    assert.equal(deployment.spec?.template.spec?.containers[0].image, "registry.k8s.io/pause:3.10");
-    const owner = deployment.metadata?.ownerReferences?.[0];
-    assert.equal(owner?.kind, "${kind}");
-    const reconciled = await client.get(${kind}, key);
-    assert.equal(reconciled.status?.phase, "Running");
-    assert.equal(reconciled.status?.conditions?.[0]?.status, "True");
-  });
-
-  it("lets a deleted ${kind} go once its finalizer ran", {
-    timeout: TEST_TIMEOUT,
-  }, async () => {
-    const key = { namespace: "default", name: "doomed" };
-    const client = new FakeClient({ types: [${kind}] });
-    await client.create({
-      apiVersion: "${apiVersion}",
-      kind: "${kind}",
-      metadata: { ...key, finalizers: [FINALIZER] },
-      spec: { replicas: 1, image: "registry.k8s.io/pause:3.10" },
-    });
-    await client.delete(await client.get(${kind}, key)); // waits for the finalizer
-    await new ${kind}Reconciler(client).reconcile(key, ctx);
-    await assert.rejects(client.get(${kind}, key), isNotFound);
-  });
-});
-
-describe("the ${options.name} operator on a local control plane", () => {
-  const env = new Environment({ crds: [${kind}] });
-  const stop = new AbortController();
-  let client: Client;
-  let running: Promise<void> | undefined;
-
-  before(async () => {
-    const config = await env.start();
-    client = newClient(config);
-    const mgr = createManager({
-      config,
-      metricsBindAddress: "0",
-      healthProbeBindAddress: "0",
-      leaderElection: false,
-    });
-    running = mgr.start(stop.signal);
-  }, { timeout: START_TIMEOUT });
-
-  after(async () => {
-    stop.abort();
-    try {
-      await running;
-    } finally {
-      await env.stop();
-    }
-  }, { timeout: TEST_TIMEOUT });
-
-  it("reconciles a ${kind} and lets it go when it is deleted", {
-    timeout: TEST_TIMEOUT,
-  }, async () => {
-    const key = { namespace: "default", name: "hello" };
-    await client.create({
-      apiVersion: "${apiVersion}",
-      kind: "${kind}",
-      metadata: key,
-      spec: { replicas: 3, image: "registry.k8s.io/pause:3.10" },
-    });
-    const phase = async () => {
-      const instance = await client.get(${kind}, key);
-      return instance.status?.phase;
-    };
-    await eventually(
-      "the ${kind} is Running",
-      async () => (await phase()) === "Running",
-    );
-    assert.equal((await client.get(Deployment, key)).spec?.replicas, 3);
-
-    // Deleted, it goes once the operator has run its finalizer.
-    await client.delete(await client.get(${kind}, key));
-    await eventually(
-      "the ${kind} is gone",
-      () => client.get(${kind}, key).then(() => false, isNotFound),
-    );
-  });
-});
-`;
-}
-
 /** Milliseconds bun test allows a test or hook that states no timeout of its own. */
 const BUN_TEST_TIMEOUT_MS = 300_000;
 
@@ -852,164 +459,6 @@ export interface WebhookParts {
 
 const BOTH_WEBHOOKS: WebhookParts = { defaulting: true, validation: true };
 
-/** Deno fmt's line width in a scaffold (its deno.json's `fmt.lineWidth`). */
-const LINE_WIDTH = 100;
-
-/** `single` if each of its lines fits the line width, else `wrapped`: what deno fmt picks. */
-function fit(single: string, wrapped: string): string {
-  return single.split("\n").every((line) => line.length <= LINE_WIDTH) ? single : wrapped;
-}
-
-/** An import statement as deno fmt writes it: on one line if it fits, else a name per line. */
-export function importStatement(names: string[], from: string): string {
-  return fit(
-    `import { ${names.join(", ")} } from "${from}";`,
-    ["import {", ...names.map((name) => `  ${name},`), `} from "${from}";`].join("\n"),
-  );
-}
-
-/** Lines joined, leaving out those given as `false`. */
-function lines(...parts: (string | false)[]): string {
-  return parts.filter((part) => part !== false).join("\n");
-}
-
-/** An arrow function on one line if it fits, else its body on the next, indented. */
-function arrow(head: string, body: string): string {
-  const indent = head.match(/^\s*/)![0];
-  return fit(`${head} ${body}`, `${head}\n${indent}  ${body}`);
-}
-
-function webhookModule(options: ScaffoldOptions, parts: WebhookParts, apiFile: string): string {
-  const { kind, lower } = names(options);
-  const what = parts.defaulting && parts.validation
-    ? `webhooks: a defaulter (\`spec.replicas\` is 1 unless set) and a validator that caps
- * \`spec.replicas\` at \`MAX_REPLICAS\`. The API server calls them before it stores a ${kind}.`
-    : parts.defaulting
-    ? `webhook: a defaulter (\`spec.replicas\` is 1 unless set). The API server calls it
- * before it stores a ${kind}.`
-    : `webhook: a validator that caps \`spec.replicas\` at \`MAX_REPLICAS\`. The API server
- * calls it before it stores a ${kind}.`;
-  const imports = parts.validation
-    ? "AdmissionDeniedError, newWebhookManagedBy"
-    : "newWebhookManagedBy";
-  return lines(
-    `/**
- * The ${kind} ${what}
- *
- * @module
- */
-
-import type { Manager } from "@rudder/operator";
-import { ${imports} } from "@rudder/operator/webhook";
-${importStatement([kind], `../${apiFile}`)}
-`,
-    parts.validation && `/** The most copies a ${kind} may ask for. */
-export const MAX_REPLICAS = 10;
-`,
-    parts.defaulting && `/** Sets what a ${kind} leaves out: \`spec.replicas\` is 1 unless set. */
-${
-      fit(
-        `export function default${kind}(${lower}: ${kind}): void {`,
-        `export function default${kind}(\n  ${lower}: ${kind},\n): void {`,
-      )
-    }
-  ${lower}.spec.replicas ??= 1;
-}
-`,
-    parts.validation &&
-      `/** Refuses a ${kind} that asks for more than \`MAX_REPLICAS\` copies; returns its warnings. */
-${
-        fit(
-          `export function validate${kind}(${lower}: ${kind}): string[] {`,
-          `export function validate${kind}(\n  ${lower}: ${kind},\n): string[] {`,
-        )
-      }
-  const replicas = ${lower}.spec.replicas ?? 1;
-  if (replicas > MAX_REPLICAS) {
-    throw new AdmissionDeniedError(
-      \`spec.replicas must be at most \${MAX_REPLICAS}, not \${replicas}\`,
-      { code: 422, reason: "Invalid" },
-    );
-  }
-  return [];
-}
-`,
-    `/** Registers the ${kind} webhooks with the manager's webhook server. */
-export function setup${kind}Webhook(mgr: Manager): void {
-  newWebhookManagedBy(mgr, ${kind})`,
-    parts.defaulting && `    .withDefaulter(default${kind})`,
-    parts.validation && "    .withValidator({",
-    parts.validation && arrow(`      validateCreate: (${lower}) =>`, `validate${kind}(${lower}),`),
-    parts.validation &&
-      arrow(`      validateUpdate: (_old, ${lower}) =>`, `validate${kind}(${lower}),`),
-    parts.validation && "    })",
-    `    .complete();
-}
-`,
-  );
-}
-
-function webhookTest(options: ScaffoldOptions, parts: WebhookParts, apiFile: string): string {
-  const { kind, lower, apiVersion } = names(options);
-  const functions = [
-    ...(parts.defaulting ? [`default${kind}`] : []),
-    ...(parts.validation ? ["MAX_REPLICAS", `validate${kind}`] : []),
-  ];
-  return lines(
-    `// The ${kind} webhooks, tested as plain functions: they need no server. (The manager serves
-// them, and \`rudder manifests\` writes the configurations that send the API server's admission
-// requests there.)
-import { describe, it } from "node:test";
-import assert from "node:assert/strict";`,
-    parts.validation && `import { AdmissionDeniedError } from "@rudder/operator/webhook";`,
-    importStatement([kind], `../${apiFile}`),
-    `${importStatement(functions, `./${lower}_webhook.ts`)}
-
-/** A ${kind} with \`spec\`, its schema's defaults applied. */
-function sample(spec: Record<string, unknown> = {}): ${kind} {
-  return ${kind}.parse({
-    apiVersion: "${apiVersion}",
-    kind: "${kind}",
-    metadata: { name: "sample", namespace: "default" },
-    spec,
-  });
-}
-
-describe("the ${kind} webhooks", () => {`,
-    parts.defaulting && `  it("default spec.replicas to 1 and keep a value that is set", () => {
-    const unset = sample();
-    default${kind}(unset);
-    assert.equal(unset.spec.replicas, 1);
-    const set = sample({ replicas: 3 });
-    default${kind}(set);
-    assert.equal(set.spec.replicas, 3);
-  });`,
-    parts.defaulting && parts.validation && "",
-    parts.validation && `  it("accept up to MAX_REPLICAS copies", () => {
-${
-      fit(
-        `    assert.deepEqual(validate${kind}(sample({ replicas: MAX_REPLICAS })), []);`,
-        `    assert.deepEqual(\n      validate${kind}(sample({ replicas: MAX_REPLICAS })),\n      [],\n    );`,
-      )
-    }
-  });
-
-  it("refuse more than MAX_REPLICAS copies as 422 Invalid", () => {
-    assert.throws(
-${arrow("      () =>", `validate${kind}(sample({ replicas: MAX_REPLICAS + 1 })),`)}
-      (err) => {
-        assert.ok(err instanceof AdmissionDeniedError);
-        assert.equal(err.code, 422);
-        assert.match(err.message, /spec\\.replicas must be at most 10, not 11/);
-        return true;
-      },
-    );
-  });`,
-    `});
-`,
-  );
-}
-
 /**
  * A kind's webhook module (`webhooks/<kind>_webhook.ts`, which exports `setup<Kind>Webhook`) and
  * its unit test, with the webhooks `parts` asks for. `rudder init --webhooks` writes both; so
@@ -1024,9 +473,10 @@ export function webhookFiles(
     throw new Error("a webhook module needs a defaulter, a validator or both");
   }
   const n = names(options);
+  const flags = templateFlags(options, parts);
   return new Map([
-    [n.webhookFile, webhookModule(options, parts, apiFile)],
-    [n.webhookTestFile, webhookTest(options, parts, apiFile)],
+    [n.webhookFile, renderProjectFile(TEMPLATE.webhookFile, options, flags, apiFile)],
+    [n.webhookTestFile, renderProjectFile(TEMPLATE.webhookTestFile, options, flags, apiFile)],
   ]);
 }
 
@@ -1035,16 +485,13 @@ export function scaffold(
   options: ScaffoldOptions,
   deps: DependencyVersions,
 ): Map<string, string> {
-  const n = names(options);
   const files = new Map<string, string>([
     ["deno.json", denoJson(options, deps)],
     ["package.json", packageJson(options, deps)],
     ["tsconfig.json", tsconfigJson(options)],
     ["rudder.json", rudderJson(options)],
-    ["main.ts", mainModule(options)],
-    [n.apiFile, apiModule(options)],
-    [n.controllerFile, controllerModule(options)],
-    [n.testFile, controllerTest(options)],
+    ["main.ts", renderProjectFile("main.ts", options, templateFlags(options))],
+    ...kindFiles(options),
     ["bunfig.toml", bunfigToml()],
     ["bun_test_setup.ts", bunTestSetup()],
     ...(options.webhooks ? webhookFiles(options) : []),
@@ -1117,12 +564,10 @@ export function apiFiles(
   options: ScaffoldOptions,
   allKinds: { kind: string; file: string }[],
 ): Map<string, string> {
-  const n = names(options);
-  return new Map([
-    [n.apiFile, apiModule(options)],
-    [n.controllerFile, controllerModule(options)],
-    [n.testFile, withEnvironmentKinds(controllerTest(options), n.kind, allKinds)],
-  ]);
+  const files = new Map(kindFiles(options));
+  const test = names(options).testFile;
+  files.set(test, withEnvironmentKinds(files.get(test)!, options.kind, allKinds));
+  return files;
 }
 
 /**

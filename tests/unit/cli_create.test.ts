@@ -6,7 +6,8 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import process from "node:process";
-import { existingKinds, registerController } from "../../cli/create.ts";
+import { registerController } from "../../cli/create.ts";
+import { existingKinds } from "../../cli/kinds.ts";
 import { DEPENDENCY_VERSIONS } from "../../cli/init.ts";
 import { scaffold, withEnvironmentKinds } from "../../cli/templates.ts";
 import { VERSION } from "../../lib/version.ts";
@@ -71,7 +72,11 @@ describe("rudder create api", () => {
     );
     assert.match(
       mainModule,
-      / {2}setupMemcachedController\(mgr\);\n {2}setupBackupController\(mgr\);\n\}/,
+      /import \{ setupBackupController \} from .*\n\/\/ \+rudder:scaffold:imports\n/,
+    );
+    assert.match(
+      mainModule,
+      / {2}setupMemcachedController\(mgr\);\n {2}setupBackupController\(mgr\);\n {2}\/\/ \+rudder:scaffold:controllers\n/,
     );
     assert.deepEqual(JSON.parse(read(dir, "rudder.json")).api, [
       "api/memcached.ts",
@@ -111,6 +116,23 @@ describe("rudder create api", () => {
     );
   });
 
+  it(
+    "refuses a main.ts without the markers, naming it and the marker, and writes nothing",
+    T,
+    async () => {
+      const dir = project("no-markers");
+      const before = read(dir, "main.ts");
+      writeFileSync(join(dir, "main.ts"), before.replace(/^\s*\/\/ \+rudder:scaffold:.*\n/gm, ""));
+      const result = await rudder(dir, "create", "api", "--kind", "Backup");
+      assert.equal(result.code, 1);
+      assert.match(
+        result.err,
+        /main\.ts has no `\/\/ \+rudder:scaffold:imports` line, above which rudder create inserts its code; add it after its last import/,
+      );
+      assert.equal(existsSync(join(dir, "api/backup.ts")), false, "nothing written");
+    },
+  );
+
   it("refuses a kind the project has, a bad kind, and a missing --kind", T, async () => {
     const dir = project("refuses");
     const again = await rudder(dir, "create", "api", "--kind", "Memcached");
@@ -128,23 +150,43 @@ describe("rudder create api", () => {
 });
 
 describe("registerController", () => {
-  it("is idempotent and keeps the setup's other lines", T, () => {
-    const main = [
-      'import { Manager } from "@rudder/operator";',
-      'import { setupAController } from "./controllers/a_controller.ts";',
-      "",
-      "export function setup(mgr: Manager): void {",
-      "  setupAController(mgr);",
-      "  mgr.addHealthzCheck('ping', () => {});",
-      "}",
-      "",
-    ].join("\n");
+  const main = [
+    'import { Manager } from "@rudder/operator";',
+    'import { setupAController } from "./controllers/a_controller.ts";',
+    "// +rudder:scaffold:imports",
+    "",
+    "export function setup(mgr: Manager): void {",
+    "  setupAController(mgr);",
+    "  // +rudder:scaffold:controllers",
+    "  mgr.addHealthzCheck('ping', () => {});",
+    "}",
+    "",
+  ].join("\n");
+
+  it("inserts above the markers, is idempotent and keeps the other lines", T, () => {
     const once = registerController(main, "B", "controllers/b_controller.ts");
     assert.equal(registerController(once, "B", "controllers/b_controller.ts"), once);
-    assert.match(
+    assert.equal(
       once,
-      /setupAController\(mgr\);\n {2}setupBController\(mgr\);\n {2}mgr\.addHealthz/,
+      main
+        .replace(
+          "// +rudder:scaffold:imports",
+          'import { setupBController } from "./controllers/b_controller.ts";\n$&',
+        )
+        .replace("  // +rudder:scaffold:controllers", "  setupBController(mgr);\n$&"),
     );
+  });
+
+  it("names the file and the marker it lacks", T, () => {
+    for (const marker of ["imports", "controllers"]) {
+      const without = main.replace(new RegExp(`^.*\\+rudder:scaffold:${marker}\n`, "m"), "");
+      assert.throws(
+        () => registerController(without, "B", "controllers/b_controller.ts", "src/main.ts"),
+        new RegExp(
+          `^MissingMarkerError: src/main\\.ts has no \`// \\+rudder:scaffold:${marker}\` line`,
+        ),
+      );
+    }
   });
 });
 

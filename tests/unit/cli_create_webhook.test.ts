@@ -168,8 +168,10 @@ describe("rudder create webhook", () => {
     assert.ok(
       mainModule.includes(
         "  setupMemcachedController(mgr);\n  setupBackupController(mgr);\n" +
+          "  // +rudder:scaffold:controllers\n" +
           "  if (options.webhooks ?? true) setupMemcachedWebhook(mgr);\n" +
-          "  if (options.webhooks ?? true) setupBackupWebhook(mgr);\n}",
+          "  if (options.webhooks ?? true) setupBackupWebhook(mgr);\n" +
+          "  // +rudder:scaffold:webhooks\n}",
       ),
       mainModule,
     );
@@ -186,7 +188,7 @@ describe("rudder create webhook", () => {
     assert.equal((await rudder(dir, "create", "api", "--kind", "Cache")).code, 0);
     assert.match(
       read(dir, "main.ts"),
-      /setupBackupController\(mgr\);\n {2}setupCacheController\(mgr\);\n {2}if \(options/,
+      /setupBackupController\(mgr\);\n {2}setupCacheController\(mgr\);\n {2}\/\/ \+rudder:scaffold:controllers\n {2}if \(options/,
     );
   });
 
@@ -231,6 +233,20 @@ describe("rudder create webhook", () => {
     );
     assert.equal(existsSync(join(dir, "webhooks")), false, "nothing written");
     assert.equal(read(dir, "main.ts"), custom);
+  });
+
+  it("refuses a main.ts without the webhooks marker, naming both", T, async () => {
+    const dir = project("no-marker");
+    const main = read(dir, "main.ts").replace("  // +rudder:scaffold:webhooks\n", "");
+    writeFileSync(join(dir, "main.ts"), main);
+    const result = await rudder(dir, "create", "webhook", "--kind", "Memcached");
+    assert.equal(result.code, 1);
+    assert.match(
+      result.err,
+      /main\.ts has no `\/\/ \+rudder:scaffold:webhooks` line, above which rudder create inserts its code; add it in setup\(mgr\), after the webhooks' set-up calls/,
+    );
+    assert.equal(existsSync(join(dir, "webhooks")), false, "nothing written");
+    assert.equal(read(dir, "main.ts"), main);
   });
 
   it("is a usage error without --kind, and --defaulting is not for create api", T, async () => {

@@ -81,6 +81,20 @@ describe("the scaffold", () => {
     assert.match(controller, /export const FINALIZER = "cache\.example\.com\/cleanup";/);
   });
 
+  it("marks where rudder create inserts imports, controllers and webhooks", () => {
+    for (const files of [local, scaffold({ ...base, webhooks: true }, DEPENDENCY_VERSIONS)]) {
+      const main = file(files, "main.ts");
+      assert.match(
+        main,
+        /\nimport \{ setupMemcached\w+ \} from .*\n\/\/ \+rudder:scaffold:imports\n\n/,
+      );
+      assert.match(
+        main,
+        /\n {2}setupMemcachedController\(mgr\);\n {2}\/\/ \+rudder:scaffold:controllers\n(.*\n)? {2}\/\/ \+rudder:scaffold:webhooks\n\}\n/,
+      );
+    }
+  });
+
   it("tests the reconciler with FakeClient and the operator with Environment", () => {
     const test = file(local, "controllers/memcached_controller_test.ts");
     assert.match(test, /import \{ Environment, FakeClient \} from "@rudder\/operator\/testing";/);
