@@ -451,7 +451,7 @@ export class Manager implements ControllerHost, WebhookHost {
     if (probeAddress && probeAddress !== "0") {
       const app = healthApp(this.#healthz, this.#readyz);
       this.#probeServer = new HTTPServer({
-        name: "health probes",
+        name: "health",
         address: probeAddress,
         handler: app.fetch,
       });

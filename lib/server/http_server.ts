@@ -29,7 +29,7 @@ const log = getLogger(["rudder", "server"]);
 
 /** What to serve, where, and how. */
 export interface HTTPServerOptions {
-  /** What it serves, in logs and errors: `"metrics"`, `"health probes"`, `"webhooks"`. */
+  /** What it serves, in logs and errors: `"metrics"`, `"health"`, `"webhooks"`. */
   name: string;
   /** `host:port`, `:port` or `port` (every interface); port 0 picks a free one. */
   address: string;
