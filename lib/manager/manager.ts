@@ -18,7 +18,6 @@
 
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
-import process from "node:process";
 import { getLogger } from "@logtape/logtape";
 import { RESTMapper } from "../api/discovery.ts";
 import { type Cache, type CacheOptions, newCache } from "../cache/cache.ts";
@@ -47,6 +46,7 @@ import { parseAddress } from "../server/address.ts";
 import { CertWatcher } from "../server/certwatcher.ts";
 import { HTTPServer } from "../server/http_server.ts";
 import { type GroupName, isCache, Runnables } from "./runnable_group.ts";
+import { listenForSignals, signalHandler } from "./signals.ts";
 import type { WebhookHost } from "../webhook/builder.ts";
 import { CertificateRotator, type CertificateRotatorOptions } from "../webhook/rotation.ts";
 import { WebhookServer, type WebhookServerOptions } from "../webhook/server.ts";
@@ -399,8 +399,9 @@ export class Manager implements ControllerHost, WebhookHost {
 
   /**
    * Runs everything until `signal` aborts — or, without a signal, until SIGTERM or SIGINT (a
-   * second signal exits at once): the groups of runnables start in order, each once the one
-   * before is ready, and stop in reverse. Resolves after a graceful stop; rejects when a runnable
+   * second signal exits at once; one repeated within a second, as a task runner forwards it, is
+   * the same): the groups of runnables start in order, each once the one before is ready, and
+   * stop in reverse. Resolves after a graceful stop; rejects when a runnable
    * fails, when leadership is lost, or when the stop takes longer than `gracefulShutdownTimeout`.
    * A second `start` is an error.
    */
@@ -413,7 +414,9 @@ export class Manager implements ControllerHost, WebhookHost {
       failure ??= err;
       stopping.abort();
     };
-    const stopListening = signal ? forwardAbort(signal, stopping) : this.#handleSignals(stopping);
+    const stopListening = signal
+      ? forwardAbort(signal, stopping)
+      : listenForSignals(signalHandler({ stop: stopping }));
     try {
       await this.#loadConfig();
       await this.#addServingRunnables();
@@ -548,26 +551,6 @@ export class Manager implements ControllerHost, WebhookHost {
       this.#log.info("Serving metrics with a self-signed certificate (no metricsCertDir given)");
     }
     return new HTTPServer({ name, address, handler, tls });
-  }
-
-  /** SIGTERM and SIGINT start a graceful stop; a second one exits at once. */
-  #handleSignals(stop: AbortController): () => void {
-    const onSignal = (name: string) => {
-      if (stop.signal.aborted) {
-        this.#log.warn("Second {signal}: exiting at once", { signal: name });
-        process.exit(1);
-      }
-      this.#log.info("{signal} received: stopping gracefully", { signal: name });
-      stop.abort();
-    };
-    const onTerm = () => onSignal("SIGTERM");
-    const onInt = () => onSignal("SIGINT");
-    process.on("SIGTERM", onTerm);
-    process.on("SIGINT", onInt);
-    return () => {
-      process.off("SIGTERM", onTerm);
-      process.off("SIGINT", onInt);
-    };
   }
 }
 
