@@ -165,7 +165,9 @@ class InterceptedClient implements Client {
   ): Promise<T>;
   get<T extends KubeObject>(type: ResourceRef<T>, key: ObjectKey, options?: GetOptions) {
     const hook = this.#funcs.get;
-    return hook ? hook(this.#client, type, key, options) : this.#client.get(type, key, options);
+    return settled(() =>
+      hook ? hook(this.#client, type, key, options) : this.#client.get(type, key, options)
+    );
   }
 
   list<T extends KubeObject>(type: ResourceType<T>, options?: ListOptions): Promise<ObjectList<T>>;
@@ -175,7 +177,9 @@ class InterceptedClient implements Client {
   ): Promise<ObjectList<T>>;
   list<T extends KubeObject>(type: ResourceRef<T>, options?: ListOptions) {
     const hook = this.#funcs.list;
-    return hook ? hook(this.#client, type, options) : this.#client.list(type, options);
+    return settled(() =>
+      hook ? hook(this.#client, type, options) : this.#client.list(type, options)
+    );
   }
 
   listAll<T extends KubeObject>(type: ResourceType<T>, options?: ListAllOptions): AsyncGenerator<T>;
@@ -188,12 +192,16 @@ class InterceptedClient implements Client {
 
   create<T extends KubeObject>(obj: T, options?: CreateOptions): Promise<T & KubeObject> {
     const hook = this.#funcs.create;
-    return hook ? hook(this.#client, obj, options) : this.#client.create(obj, options);
+    return settled(() =>
+      hook ? hook(this.#client, obj, options) : this.#client.create(obj, options)
+    );
   }
 
   update<T extends KubeObject>(obj: T, options?: UpdateOptions): Promise<T> {
     const hook = this.#funcs.update;
-    return hook ? hook(this.#client, obj, options) : this.#client.update(obj, options);
+    return settled(() =>
+      hook ? hook(this.#client, obj, options) : this.#client.update(obj, options)
+    );
   }
 
   patch<T extends KubeObject>(
@@ -202,22 +210,30 @@ class InterceptedClient implements Client {
     options?: PatchOptions,
   ): Promise<T> {
     const hook = this.#funcs.patch;
-    return hook ? hook(this.#client, obj, patch, options) : this.#client.patch(obj, patch, options);
+    return settled(() =>
+      hook ? hook(this.#client, obj, patch, options) : this.#client.patch(obj, patch, options)
+    );
   }
 
   apply<T extends KubeObject>(obj: T, options: ApplyOptions): Promise<T> {
     const hook = this.#funcs.apply;
-    return hook ? hook(this.#client, obj, options) : this.#client.apply(obj, options);
+    return settled(() =>
+      hook ? hook(this.#client, obj, options) : this.#client.apply(obj, options)
+    );
   }
 
   delete(obj: KubeObject | DeepReadonly<KubeObject>, options?: DeleteOptions): Promise<void> {
     const hook = this.#funcs.delete;
-    return hook ? hook(this.#client, obj, options) : this.#client.delete(obj, options);
+    return settled(() =>
+      hook ? hook(this.#client, obj, options) : this.#client.delete(obj, options)
+    );
   }
 
   deleteAllOf(type: ResourceRef<KubeObject>, options?: DeleteAllOfOptions): Promise<void> {
     const hook = this.#funcs.deleteAllOf;
-    return hook ? hook(this.#client, type, options) : this.#client.deleteAllOf(type, options);
+    return settled(() =>
+      hook ? hook(this.#client, type, options) : this.#client.deleteAllOf(type, options)
+    );
   }
 
   status(): SubResourceClient {
@@ -230,33 +246,52 @@ class InterceptedClient implements Client {
     const funcs = this.#funcs;
     return {
       get: <R = Unstructured>(obj: KubeObject, options?: GetOptions) =>
-        funcs.subResourceGet
-          ? funcs.subResourceGet<R>(client, name, obj, options)
-          : inner.get<R>(obj, options),
+        settled(() =>
+          funcs.subResourceGet
+            ? funcs.subResourceGet<R>(client, name, obj, options)
+            : inner.get<R>(obj, options)
+        ),
       create: <R = Unstructured>(obj: KubeObject, body: unknown, options?: CreateOptions) =>
-        funcs.subResourceCreate
-          ? funcs.subResourceCreate<R>(client, name, obj, body, options)
-          : inner.create<R>(obj, body, options),
+        settled(() =>
+          funcs.subResourceCreate
+            ? funcs.subResourceCreate<R>(client, name, obj, body, options)
+            : inner.create<R>(obj, body, options)
+        ),
       update: <T extends KubeObject, B extends KubeObject = T>(
         obj: T,
         options?: UpdateOptions & SubResourceWriteOptions<B>,
       ) =>
-        funcs.subResourceUpdate
-          ? funcs.subResourceUpdate<T, B>(client, name, obj, options)
-          : inner.update<T, B>(obj, options),
+        settled(() =>
+          funcs.subResourceUpdate
+            ? funcs.subResourceUpdate<T, B>(client, name, obj, options)
+            : inner.update<T, B>(obj, options)
+        ),
       patch: <T extends KubeObject, B extends KubeObject = T>(
         obj: T | DeepReadonly<T>,
         patch: Patch<B>,
         options?: PatchOptions & SubResourceWriteOptions<B>,
       ) =>
-        funcs.subResourcePatch
-          ? funcs.subResourcePatch<T, B>(client, name, obj, patch, options)
-          : inner.patch<T, B>(obj, patch, options),
+        settled(() =>
+          funcs.subResourcePatch
+            ? funcs.subResourcePatch<T, B>(client, name, obj, patch, options)
+            : inner.patch<T, B>(obj, patch, options)
+        ),
       apply: <T extends KubeObject>(obj: T, options: ApplyOptions) =>
-        funcs.subResourceApply
-          ? funcs.subResourceApply(client, name, obj, options)
-          : inner.apply(obj, options),
+        settled(() =>
+          funcs.subResourceApply
+            ? funcs.subResourceApply(client, name, obj, options)
+            : inner.apply(obj, options)
+        ),
     };
+  }
+}
+
+/** Runs `call`, so that a hook that throws rejects as the client's own verbs do. */
+function settled<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return call();
+  } catch (err) {
+    return Promise.reject(err);
   }
 }
 

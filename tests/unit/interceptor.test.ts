@@ -259,6 +259,51 @@ describe("newInterceptedClient over a FakeClient", () => {
     assert.ok(await inner.get(ConfigMap, { namespace, name: "a" }));
   });
 
+  it(
+    "turns a hook that throws into a rejection, as the client's own verbs fail",
+    TIMEOUT,
+    async () => {
+      const notFound = () => {
+        throw new ApiError({ code: 404, reason: "NotFound", message: "gone" });
+      };
+      const client = newInterceptedClient(new FakeClient(), {
+        get: notFound,
+        create: notFound,
+        update: notFound,
+        patch: notFound,
+        apply: notFound,
+        delete: notFound,
+        deleteAllOf: notFound,
+        list: notFound,
+        subResourceGet: notFound,
+        subResourceCreate: notFound,
+        subResourceUpdate: notFound,
+        subResourcePatch: notFound,
+        subResourceApply: notFound,
+      });
+      const cm = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "a", namespace: "n" } };
+      const calls: (() => Promise<unknown>)[] = [
+        () => client.get(ConfigMap, { namespace: "n", name: "a" }),
+        () => client.list(ConfigMap),
+        () => client.create(cm),
+        () => client.update(cm),
+        () => client.patch(cm, mergeFrom(cm)),
+        () => client.apply(cm, { fieldManager: "test" }),
+        () => client.delete(cm),
+        () => client.deleteAllOf(ConfigMap, { namespace: "n" }),
+        () => client.status().get(cm),
+        () => client.subResource("eviction").create(cm, {}),
+        () => client.status().update(cm),
+        () => client.status().patch(cm, mergeFrom(cm)),
+        () => client.status().apply(cm, { fieldManager: "test" }),
+      ];
+      for (const call of calls) {
+        // A synchronous throw would escape .catch() and fail here instead of resolving.
+        assert.equal(await call().catch((err) => (isNotFound(err) ? "caught" : err)), "caught");
+      }
+    },
+  );
+
   it("keeps the hooks it was given, not later changes to the object", TIMEOUT, async () => {
     const funcs: InterceptorFuncs = {};
     const client = newInterceptedClient(new FakeClient(), funcs);
