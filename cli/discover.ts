@@ -131,16 +131,16 @@ export async function discoverSetup(
   return { controllers, webhooks: server.hasHandlers(), admissionWebhooks };
 }
 
-/** The CRDs among a module's exports: every value with a `crd()` method. */
-export function crdsOf(exports: Record<string, unknown>): CRDObject[] {
-  const crds: CRDObject[] = [];
-  for (const value of Object.values(exports)) {
+/** The CRDs among a module's exports (every value with a `crd()` method), by export name. */
+export function crdsOf(exports: Record<string, unknown>): { symbol: string; crd: CRDObject }[] {
+  const crds: { symbol: string; crd: CRDObject }[] = [];
+  for (const [symbol, value] of Object.entries(exports)) {
     const candidate = value as { crd?: unknown } | null;
     if (
       candidate && (typeof candidate === "object" || typeof candidate === "function") &&
       typeof candidate.crd === "function"
     ) {
-      crds.push((candidate.crd as () => CRDObject)());
+      crds.push({ symbol, crd: (candidate.crd as () => CRDObject)() });
     }
   }
   return crds;
@@ -164,14 +164,20 @@ export async function discoverModules(
   const registered = await discoverSetup(setup as (mgr: Manager) => unknown);
   const byName = new Map<string, { crd: CRDObject; from: string }>();
   for (const [module, exports] of Object.entries(apiModules)) {
-    for (const crd of crdsOf(exports)) {
+    for (const { symbol, crd } of crdsOf(exports)) {
       const name = crd.metadata?.name;
-      if (!name) throw new Error(`${module}: a crd() returned a CRD without metadata.name`);
+      const from = `${symbol} in ${module}`;
+      if (!name) throw new Error(`${from}: its crd() returned a CRD without metadata.name`);
       const seen = byName.get(name);
+      // The same definition exported twice (a re-export) is one CRD.
       if (seen && JSON.stringify(seen.crd) !== JSON.stringify(crd)) {
-        throw new Error(`${module} and ${seen.from} both define the CRD ${name}, differently`);
+        throw new Error(
+          `${from} and ${seen.from} both define the CRD ${name}, differently: define each kind ` +
+            "once and import it where it is needed (for a second version, list it in the " +
+            "first's versions)",
+        );
       }
-      byName.set(name, { crd, from: module });
+      byName.set(name, { crd, from });
     }
   }
   return {

@@ -14,6 +14,7 @@ import {
   discoverControllers,
   type DiscoveredController,
   type DiscoveredWatch,
+  discoverModules,
   type Discovery,
 } from "../../cli/discover.ts";
 import { deriveRules, generateManifests, type ManifestSettings } from "../../cli/manifests.ts";
@@ -390,10 +391,27 @@ describe("discovery", () => {
 
   it("finds the CRDs among a module's exports: everything with a crd() method", () => {
     const crds = crdsOf({ Widget, Gadget, ConfigMap, answer: 42, nothing: null });
-    assert.deepEqual(crds.map((crd) => crd.metadata?.name), [
-      "widgets.example.com",
-      "gadgets.tools.example.com",
+    assert.deepEqual(crds.map(({ symbol, crd }) => [symbol, crd.metadata?.name]), [
+      ["Widget", "widgets.example.com"],
+      ["Gadget", "gadgets.tools.example.com"],
     ]);
+  });
+
+  it("names both symbols and the fix when two exports define one kind differently", async () => {
+    const settings = { main: "main.ts", setup: "setup" } as Parameters<typeof discoverModules>[0];
+    const Other = { crd: () => ({ ...Widget.crd(), spec: { different: true } }) };
+    const main = { setup: () => {} };
+    await assert.rejects(
+      discoverModules(settings, { "api/widget.ts": { Widget }, "api/old.ts": { Other } }, main),
+      /Other in api\/old.ts and Widget in api\/widget.ts both define the CRD widgets.example.com, differently: define each kind once/,
+    );
+    // The same definition exported twice is one CRD.
+    const found = await discoverModules(
+      settings,
+      { "api/widget.ts": { Widget }, "api/index.ts": { Widget, Again: Widget } },
+      main,
+    );
+    assert.deepEqual(found.crds.map((crd) => crd.metadata?.name), ["widgets.example.com"]);
   });
 });
 
