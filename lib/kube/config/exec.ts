@@ -108,8 +108,8 @@ class RunFailure {
   constructor(readonly reason: string, readonly stderr: string, readonly stdout: string) {}
 }
 
-/** `250 ms`, `30 s`, `1.5 s`. */
-function formatDuration(ms: number): string {
+/** `250 ms`, `30 s`, `1.5 s`: the deadlines of plugins and requests in messages. Internal. */
+export function formatDuration(ms: number): string {
   return ms < 1000 ? `${ms} ms` : `${Number((ms / 1000).toFixed(1))} s`;
 }
 
@@ -186,6 +186,8 @@ export class ExecCredentialProvider implements AuthProvider {
   readonly #timeoutMs: number;
   #cached?: CachedCredentials;
   #inFlight?: Promise<Credentials>;
+  /** `performance.now()` when the run in flight started. */
+  #runStarted = 0;
 
   /** Checks the options; the plugin first runs on the first {@linkcode credentials} call. */
   constructor(options: ExecCredentialOptions) {
@@ -225,10 +227,34 @@ export class ExecCredentialProvider implements AuthProvider {
     if (cached && (cached.renewAt === undefined || this.#now() < cached.renewAt)) {
       return Promise.resolve(copyCredentials(cached.credentials));
     }
-    this.#inFlight ??= this.#run().finally(() => {
-      this.#inFlight = undefined;
+    if (!this.#inFlight) {
+      this.#runStarted = performance.now();
+      this.#inFlight = this.#run().finally(() => {
+        this.#inFlight = undefined;
+      });
+    }
+    const run = this.#inFlight;
+    return abortable(run.then(copyCredentials), signal).catch((err: unknown) => {
+      // A request's deadline passing while the plugin runs would otherwise read only "The
+      // request timed out.", hiding that the plugin is what it waited for.
+      if (signal?.aborted && err === signal.reason && isTimeout(err) && this.#inFlight === run) {
+        throw this.#stillRunning(err);
+      }
+      throw err;
     });
-    return abortable(this.#inFlight.then(copyCredentials), signal);
+  }
+
+  /** The timeout `reason` of a caller, naming the plugin it was waiting for and its deadline. */
+  #stillRunning(reason: Error): DOMException {
+    const { user, command } = this.#options;
+    const running = formatDuration(Math.round(performance.now() - this.#runStarted));
+    return new DOMException(
+      `${reason.message.replace(/\.$/, "")} while waiting for credentials from the exec ` +
+        `plugin of user ${JSON.stringify(user)} (command ${JSON.stringify(command)}), which ` +
+        `had not answered after ${running}; the plugin is killed when it has run ` +
+        `${formatDuration(this.#timeoutMs)} (its deadline)`,
+      "TimeoutError",
+    );
   }
 
   /** Drops the cached credentials so the plugin runs again; resolves `true`. */
@@ -421,6 +447,10 @@ export class ExecCredentialProvider implements AuthProvider {
     // No cause: the runtime's error for a failed run may carry the plugin's output.
     return fieldError(origin, detail);
   }
+}
+
+function isTimeout(err: unknown): err is Error {
+  return err instanceof Error && err.name === "TimeoutError";
 }
 
 function spawnReason(err: unknown): string {
