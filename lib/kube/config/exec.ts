@@ -15,6 +15,7 @@ import { abortable } from "../../util/abort.ts";
 import { concat } from "../../util/bytes.ts";
 import { redactText } from "../redact.ts";
 import { copyCredentials } from "./auth.ts";
+import { clientCertificateProblem } from "./client_certificate.ts";
 import { describeType, fieldError, type KubeconfigError } from "./errors.ts";
 import type { AuthProvider, Credentials } from "./types.ts";
 
@@ -411,6 +412,14 @@ export class ExecCredentialProvider implements AuthProvider {
       );
     }
     if (hasCert && hasKey) {
+      const problem = clientCertificateProblem(
+        clientCertificateData as string,
+        clientKeyData as string,
+      );
+      if (problem) {
+        const field = problem.field === "cert" ? "clientCertificateData" : "clientKeyData";
+        throw this.#failure(`printed a status.${field} that ${problem.reason}`);
+      }
       credentials.clientCertificate = {
         cert: clientCertificateData as string,
         key: clientKeyData as string,
