@@ -54,7 +54,6 @@ export function parseReference(text: string): ImageReference {
     throw new Error(`image reference "${text}": invalid registry "${registry}"`);
   }
   if (registry === "index.docker.io") registry = DOCKER_HUB;
-  if (registry === DOCKER_HUB && !repository.includes("/")) repository = `library/${repository}`;
   if (
     !/^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$/.test(
       repository,
@@ -62,6 +61,7 @@ export function parseReference(text: string): ImageReference {
   ) {
     throw new Error(`image reference "${text}": invalid repository "${repository}"`);
   }
+  if (registry === DOCKER_HUB && !repository.includes("/")) repository = `library/${repository}`;
   if (!tag && !digest) tag = "latest";
   return { registry, repository, tag, digest };
 }

@@ -161,10 +161,21 @@ export class RegistryClient {
     }
   }
 
+  /** The body of an answer; a connection cut while it arrives is named like one before it. */
+  async #read(response: Response, what: string): Promise<Uint8Array> {
+    try {
+      return new Uint8Array(await response.arrayBuffer());
+    } catch (err) {
+      throw this.#unreachable(err, what);
+    }
+  }
+
   #unreachable(err: unknown, what: string): RegistryConnectionError {
     const timedOut = err instanceof Error && err.name === "TimeoutError";
     let message = `cannot reach the registry ${this.#registry} (${what}): ` +
-      (timedOut ? "no answer in time" : messageWithCauses(err));
+      (timedOut ? "no answer in time" : messageWithCauses(err))
+        // Deno's hyper layers repeat the URL, which the message already names.
+        .replace(/error sending request for url \([^)]*\): (client error \(\w+\): )?/, "");
     if (this.#base.startsWith("https:") && isLoopbackRegistry(this.#registry)) {
       if (PLAIN_HTTP_SYMPTOM.test(message)) {
         message += `; a registry on this machine that speaks plain HTTP needs --insecure-registry`;
@@ -320,7 +331,7 @@ export class RegistryClient {
     if (!response.ok) {
       await this.#fail(response, `GET manifest ${manifestName(repository, reference)}`);
     }
-    const bytes = new Uint8Array(await response.arrayBuffer());
+    const bytes = await this.#read(response, `GET manifest ${manifestName(repository, reference)}`);
     const digest = sha256Digest(bytes);
     if (reference.startsWith("sha256:") && digest !== reference) {
       throw new Error(`the manifest of ${repository}@${reference} has the digest ${digest}`);
@@ -343,7 +354,7 @@ export class RegistryClient {
       `repository:${repository}:pull`,
     );
     if (!response.ok) await this.#fail(response, `GET blob ${repository}@${digest}`);
-    const bytes = new Uint8Array(await response.arrayBuffer());
+    const bytes = await this.#read(response, `GET blob ${repository}@${digest}`);
     const actual = sha256Digest(bytes);
     if (actual !== digest) throw new Error(`blob ${digest} of ${repository} has digest ${actual}`);
     return bytes;

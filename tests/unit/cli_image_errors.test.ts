@@ -111,6 +111,21 @@ describe("a registry that gives no answer", () => {
     assert.match(err.message, /reset|closed|ECONNRESET|EPIPE|broken pipe/i, err.message);
   });
 
+  it("names the download when the registry cuts a blob short", T, async () => {
+    const host = await registry((_req, res) => {
+      res.writeHead(200, { "content-length": "100000" });
+      res.write(new Uint8Array(1000), () => res.socket?.destroy());
+    });
+    const client = new RegistryClient(host, { insecure: true });
+    const digest = `sha256:${"b".repeat(64)}`;
+    const err = await client.getBlob("op", digest).catch((e) => e);
+    assert.ok(err instanceof RegistryConnectionError, String(err));
+    assert.match(
+      err.message,
+      new RegExp(`cannot reach the registry ${host} \\(GET blob op@${digest}\\)`),
+    );
+  });
+
   it("tells a plain-HTTP registry on loopback to add --insecure-registry", T, async () => {
     const host = await registry((_req, res) => void res.writeHead(200).end("{}"));
     const err = await new RegistryClient(host).check("op", "pull,push", 2_000).catch((e) => e);
