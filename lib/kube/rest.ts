@@ -6,7 +6,7 @@
  */
 
 import { getLogger } from "@logtape/logtape";
-import { formatDuration } from "./config/exec.ts";
+import { formatDuration } from "./config/errors.ts";
 import type { KubeConfig } from "./config/types.ts";
 import { ApiError, ConnectionError } from "./errors.ts";
 import { redactURL } from "./redact.ts";

@@ -16,7 +16,7 @@ import { concat } from "../../util/bytes.ts";
 import { redactText } from "../redact.ts";
 import { copyCredentials } from "./auth.ts";
 import { clientCertificateProblem } from "./client_certificate.ts";
-import { describeType, fieldError, type KubeconfigError } from "./errors.ts";
+import { describeType, fieldError, formatDuration, type KubeconfigError } from "./errors.ts";
 import type { AuthProvider, Credentials } from "./types.ts";
 
 /** An exec credential is refreshed this long before it expires, so no request carries a dying token. */
@@ -107,11 +107,6 @@ interface RunOutput {
 /** A run that failed: the reason for the message, and stderr to show (redacted) with it. */
 class RunFailure {
   constructor(readonly reason: string, readonly stderr: string, readonly stdout: string) {}
-}
-
-/** `250 ms`, `30 s`, `1.5 s`: the deadlines of plugins and requests in messages. Internal. */
-export function formatDuration(ms: number): string {
-  return ms < 1000 ? `${ms} ms` : `${Number((ms / 1000).toFixed(1))} s`;
 }
 
 /** Every string in a parsed JSON value, to blank in messages. */
