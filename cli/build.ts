@@ -32,6 +32,7 @@ import {
   UsageError,
 } from "./args.ts";
 import {
+  checkImageRequest,
   IMAGE_FLAGS,
   imagePlatform,
   imageRequest,
@@ -332,7 +333,8 @@ export async function runBuild(args: string[], io: CommandIO): Promise<number> {
     read: listFlag(parsed, "allow-read").map((path) => resolve(io.cwd, path)),
   }, io.env);
   for (const note of plan.notes) io.err(`note: ${note}`);
-  // The base first: no compiling when the image cannot be made.
+  // The image's inputs first: no compiling when the image cannot be made.
+  if (image) await checkImageRequest(image, io);
   const base = image && platform ? await resolveImageBase(image, platform, io) : undefined;
   mkdirSync(dirname(plan.output), { recursive: true });
   io.err(`$ ${[plan.command, ...plan.args].join(" ")}`);

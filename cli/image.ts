@@ -19,7 +19,15 @@
  */
 
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import {
+  accessSync,
+  constants,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import {
   booleanFlag,
@@ -174,9 +182,11 @@ export async function resolveBase(
     } catch (err) {
       if (err instanceof RegistryError) throw err;
       throw new Error(
-        `could not reach ${reference.registry} to resolve the base ${options.base} ` +
-          `(${err instanceof Error ? err.message : err}); pin it by digest ` +
-          "(--base <ref>@sha256:…) to build from the cache, or choose another --base",
+        `cannot resolve the base ${options.base}: ${
+          err instanceof Error ? err.message : err
+        }; pin it by digest (--base <ref>@sha256:…) to build from the cache, or choose ` +
+          "another --base",
+        { cause: err },
       );
     }
     cache.put(fetched.digest, fetched.bytes);
@@ -356,7 +366,8 @@ export const IMAGE_FLAGS: Record<string, FlagSpec> = {
   },
   "insecure-registry": {
     type: "boolean",
-    description: "Plain HTTP for registries on this machine (localhost, 127.0.0.1).",
+    description: "Plain HTTP for registries on this machine (localhost, 127.0.0.1, [::1]); " +
+      "refused when neither --image nor --base is on one.",
   },
   annotation: {
     type: "string",
@@ -403,6 +414,24 @@ export function imageRequest(parsed: ParsedArgs, cwd: string): ImageRequest | un
   } catch (err) {
     throw new UsageError(err instanceof Error ? err.message : String(err), "build");
   }
+  const base = stringFlag(parsed, "base", DEFAULT_BASE_IMAGE);
+  let registries: string[];
+  try {
+    registries = [parseReference(image).registry, parseReference(base).registry];
+  } catch (err) {
+    throw new UsageError(err instanceof Error ? err.message : String(err), "build");
+  }
+  const insecureRegistry = booleanFlag(parsed, "insecure-registry");
+  if (insecureRegistry && !registries.some(isLoopbackRegistry)) {
+    // Plain HTTP to another machine would send the image and credentials in clear text.
+    throw new UsageError(
+      `--insecure-registry is for a registry on this machine (localhost, 127.0.0.1, [::1]); ` +
+        `${[...new Set(registries)].join(" and ")} ${
+          new Set(registries).size > 1 ? "are" : "is"
+        } not, and are reached over HTTPS`,
+      "build",
+    );
+  }
   const annotations: Record<string, string> = {};
   const raw = parsed.values.annotation;
   for (const pair of Array.isArray(raw) ? raw.map(String) : []) {
@@ -412,12 +441,57 @@ export function imageRequest(parsed: ParsedArgs, cwd: string): ImageRequest | un
   }
   return {
     image,
-    base: stringFlag(parsed, "base", DEFAULT_BASE_IMAGE),
+    base,
     push,
     output: output ? resolve(cwd, output) : undefined,
-    insecureRegistry: booleanFlag(parsed, "insecure-registry"),
+    insecureRegistry,
     annotations,
   };
+}
+
+/**
+ * Checks what can be checked before compiling, so a build does not end in a failure that was
+ * known from the start: `SOURCE_DATE_EPOCH` is whole seconds, the `--output` file can be
+ * written, and with `--push` the target registry answers and accepts the credentials.
+ */
+export async function checkImageRequest(
+  request: ImageRequest,
+  io: Pick<CommandIO, "env">,
+  options: { credentials?: CredentialSource; timeoutMs?: number } = {},
+): Promise<void> {
+  try {
+    createdTime(io.env);
+  } catch (err) {
+    throw new UsageError(err instanceof Error ? err.message : String(err), "build");
+  }
+  if (request.output) checkWritable(request.output);
+  if (request.push) {
+    const target = parseReference(request.image);
+    await client(target.registry, { ...request, env: io.env, ...options }).check(
+      target.repository,
+      "pull,push",
+      options.timeoutMs,
+    );
+  }
+}
+
+/** Throws when `file` cannot be created or replaced: its directory is made when missing. */
+function checkWritable(file: string): void {
+  const problem = (reason: string) =>
+    new UsageError(`--output ${file} cannot be written: ${reason}`, "build");
+  if (existsSync(file) && statSync(file).isDirectory()) throw problem("it is a directory");
+  const dir = dirname(file);
+  try {
+    mkdirSync(dir, { recursive: true });
+  } catch (err) {
+    throw problem(`cannot create ${dir} (${(err as { code?: string }).code ?? err})`);
+  }
+  if (!statSync(dir).isDirectory()) throw problem(`${dir} is not a directory`);
+  try {
+    accessSync(existsSync(file) ? file : dir, constants.W_OK);
+  } catch {
+    throw problem("permission denied");
+  }
 }
 
 /** The file `rudder build --push` writes the pinned reference to: `dist/<name>.image`. */

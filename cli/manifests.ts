@@ -34,6 +34,7 @@ import {
   UsageError,
 } from "./args.ts";
 import { type DiscoveredController, type Discovery, discoveryScript } from "./discover.ts";
+import { parseReference } from "./oci/reference.ts";
 import {
   CERT_MODES,
   type CertMode,
@@ -634,6 +635,18 @@ export async function runManifests(args: string[], io: CommandIO): Promise<numbe
   const loaded = loadProject(dirFlag ? resolve(io.cwd, dirFlag) : findProjectDir(io.cwd));
   const image = stringFlag(parsed, "image")?.trim();
   if (image === "") throw new UsageError("--image must not be empty", "manifests");
+  if (image) {
+    // A Deployment with an image that cannot be pulled is applied without complaint and fails
+    // only on the node; refuse it here.
+    try {
+      parseReference(image);
+    } catch (err) {
+      throw new UsageError(
+        `--image: ${err instanceof Error ? err.message : String(err)}`,
+        "manifests",
+      );
+    }
+  }
   const settings = image ? { ...loaded, image } : loaded;
   const out = stringFlag(parsed, "out", "config/");
   if (out.trim() === "") throw new UsageError("--out must not be empty", "manifests");

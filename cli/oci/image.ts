@@ -237,9 +237,13 @@ export function createdTime(env: Record<string, string | undefined>): {
   iso: string;
 } {
   const raw = env.SOURCE_DATE_EPOCH?.trim();
-  const seconds = raw ? Number(raw) : 0;
-  if (!Number.isSafeInteger(seconds) || seconds < 0) {
-    throw new Error(`SOURCE_DATE_EPOCH must be whole seconds since the epoch: ${raw}`);
+  // Digits only: Number() would also take "1e9", "0x10" and "12.0".
+  const seconds = raw ? (/^\d+$/.test(raw) ? Number(raw) : Number.NaN) : 0;
+  if (!Number.isSafeInteger(seconds) || new Date(seconds * 1000).getTime() !== seconds * 1000) {
+    throw new Error(
+      `SOURCE_DATE_EPOCH must be whole seconds since the epoch (e.g. ` +
+        `$(git log -1 --format=%ct)), not ${JSON.stringify(env.SOURCE_DATE_EPOCH)}`,
+    );
   }
   return { seconds, iso: new Date(seconds * 1000).toISOString().replace(".000Z", "Z") };
 }

@@ -46,8 +46,14 @@ export function parseReference(text: string): ImageReference {
   const hasRegistry = first.includes(".") || first.includes(":") || first === "localhost";
   let registry = hasRegistry ? first : DOCKER_HUB;
   let repository = hasRegistry ? rest.slice(slash + 1) : rest;
+  if (
+    !/^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/.test(
+      registry,
+    )
+  ) {
+    throw new Error(`image reference "${text}": invalid registry "${registry}"`);
+  }
   if (registry === "index.docker.io") registry = DOCKER_HUB;
-  if (registry === DOCKER_HUB && !repository.includes("/")) repository = `library/${repository}`;
   if (
     !/^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$/.test(
       repository,
@@ -55,6 +61,7 @@ export function parseReference(text: string): ImageReference {
   ) {
     throw new Error(`image reference "${text}": invalid repository "${repository}"`);
   }
+  if (registry === DOCKER_HUB && !repository.includes("/")) repository = `library/${repository}`;
   if (!tag && !digest) tag = "latest";
   return { registry, repository, tag, digest };
 }
@@ -69,6 +76,14 @@ export function formatReference(ref: ImageReference): string {
   return `${repositoryName(ref)}${ref.tag ? `:${ref.tag}` : ""}${
     ref.digest ? `@${ref.digest}` : ""
   }`;
+}
+
+/**
+ * `repository@sha256:…` for a digest, `repository:tag` for a tag: how a manifest of a
+ * repository is named in messages.
+ */
+export function manifestName(repository: string, reference: string): string {
+  return `${repository}${reference.startsWith("sha256:") ? "@" : ":"}${reference}`;
 }
 
 /** The same repository pinned to `digest`, without the tag: `registry/repository@digest`. */

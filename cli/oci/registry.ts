@@ -9,9 +9,10 @@
  */
 
 import { Buffer } from "node:buffer";
+import { messageWithCauses } from "../../lib/util/logging.ts";
 import type { Credentials, CredentialSource } from "./credentials.ts";
 import { MANIFEST_ACCEPT, sha256Digest } from "./image.ts";
-import { isLoopbackRegistry } from "./reference.ts";
+import { isLoopbackRegistry, manifestName } from "./reference.ts";
 
 /** Options of {@linkcode RegistryClient}. */
 export interface RegistryClientOptions {
@@ -41,6 +42,26 @@ export class RegistryError extends Error {
     this.name = "RegistryError";
   }
 }
+
+/**
+ * A registry that gave no answer: refused, reset, cut off mid-upload, or a TLS failure. The
+ * message names the registry, the request and the runtime's reason with its causes
+ * (`fetch failed: Connection reset by peer`), which a bare `fetch failed` leaves in `cause`.
+ */
+export class RegistryConnectionError extends Error {
+  /** `registry` is the host (and port); `cause` the runtime's error. */
+  constructor(message: string, readonly registry: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "RegistryConnectionError";
+  }
+}
+
+/** How long {@linkcode RegistryClient.check} waits for `/v2/`: a registry answers it at once. */
+export const REGISTRY_CHECK_TIMEOUT_MS = 10_000;
+
+/** A TLS failure that a plain-HTTP server answering an HTTPS client causes, on Deno and Bun. */
+const PLAIN_HTTP_SYMPTOM =
+  /EPROTO|InvalidContentType|corrupt message|wrong version number|TLS|SSL|handshake/i;
 
 /** A parsed `WWW-Authenticate` challenge. */
 export interface Challenge {
@@ -104,7 +125,7 @@ export class RegistryClient {
     const url = path.startsWith("http") ? path : `${this.#base}${path}`;
     const attempt = async () => {
       const authorization = this.#authorization.get(scope);
-      return await this.#fetch(url, {
+      return await this.#request(url, {
         ...init,
         redirect: "manual",
         headers: { ...init.headers, ...(authorization ? { authorization } : {}) },
@@ -123,12 +144,126 @@ export class RegistryClient {
       const location = response.headers.get("location");
       await response.body?.cancel();
       if (!location) break;
-      response = await this.#fetch(new URL(location, url), {
+      response = await this.#request(new URL(location, url), {
         method: init.method,
         redirect: "manual",
       });
     }
     return response;
+  }
+
+  /** `fetch`, with a failure that got no answer turned into a {@linkcode RegistryConnectionError}. */
+  async #request(url: string | URL, init: RequestInit): Promise<Response> {
+    try {
+      return await this.#fetch(url, init);
+    } catch (err) {
+      throw this.#unreachable(err, `${init.method ?? "GET"} ${new URL(url).pathname}`);
+    }
+  }
+
+  /** The body of an answer; a connection cut while it arrives is named like one before it. */
+  async #read(response: Response, what: string): Promise<Uint8Array> {
+    try {
+      return new Uint8Array(await response.arrayBuffer());
+    } catch (err) {
+      throw this.#unreachable(err, what);
+    }
+  }
+
+  #unreachable(err: unknown, what: string): RegistryConnectionError {
+    const timedOut = err instanceof Error && err.name === "TimeoutError";
+    let message = `cannot reach the registry ${this.#registry} (${what}): ` +
+      (timedOut ? "no answer in time" : messageWithCauses(err))
+        // Deno's hyper layers repeat the URL, which the message already names.
+        .replace(/error sending request for url \([^)]*\): (client error \(\w+\): )?/, "");
+    if (this.#base.startsWith("https:") && isLoopbackRegistry(this.#registry)) {
+      if (PLAIN_HTTP_SYMPTOM.test(message)) {
+        message += `; a registry on this machine that speaks plain HTTP needs --insecure-registry`;
+      }
+    }
+    return new RegistryConnectionError(message, this.#registry, { cause: err });
+  }
+
+  /**
+   * Checks, before anything is built, that the registry answers `GET /v2/` within `timeoutMs`
+   * and that the credentials (if the registry asks for any) are accepted for `actions` on
+   * `repository`. A registry on loopback that answers plain HTTP where HTTPS was tried fails
+   * with a message that says to add `--insecure-registry`.
+   */
+  async check(
+    repository: string,
+    actions: "pull" | "pull,push",
+    timeoutMs = REGISTRY_CHECK_TIMEOUT_MS,
+  ): Promise<void> {
+    const scope = `repository:${repository}:${actions}`;
+    let response: Response;
+    try {
+      response = await this.#fetch(`${this.#base}/v2/`, {
+        redirect: "manual",
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+    } catch (err) {
+      if (this.#base.startsWith("https:") && isLoopbackRegistry(this.#registry)) {
+        if (await this.#answersPlainHttp(timeoutMs)) {
+          throw new RegistryConnectionError(
+            `the registry ${this.#registry} speaks plain HTTP, not HTTPS; add ` +
+              `--insecure-registry (allowed for registries on this machine)`,
+            this.#registry,
+            { cause: err },
+          );
+        }
+      }
+      const unreachable = this.#unreachable(err, "GET /v2/");
+      if (err instanceof Error && err.name === "TimeoutError") {
+        unreachable.message = `cannot reach the registry ${this.#registry} (GET /v2/): ` +
+          `no answer within ${timeoutMs / 1000} s`;
+      }
+      throw unreachable;
+    }
+    await response.body?.cancel();
+    if (response.status === 401) {
+      const header = response.headers.get("www-authenticate");
+      if (!header) throw new RegistryError(`${this.#registry}: 401 without a challenge`, 401);
+      const challenge = parseChallenge(header);
+      const authorization = await this.#answer(challenge, scope);
+      this.#authorization.set(scope, authorization);
+      if (challenge.scheme === "basic") {
+        // A token service refuses bad credentials itself; basic ones are tried on /v2/.
+        const again = await this.#request(`${this.#base}/v2/`, {
+          headers: { authorization },
+          signal: AbortSignal.timeout(timeoutMs),
+        });
+        await again.body?.cancel();
+        if (again.status === 401) {
+          throw new RegistryError(
+            `${this.#registry} refused the user name and password of the Docker config`,
+            401,
+          );
+        }
+      }
+      return;
+    }
+    if (!response.ok) {
+      throw new RegistryError(
+        `${this.#registry} is not an OCI registry or is failing: GET /v2/ answered ` +
+          `${response.status}`,
+        response.status,
+      );
+    }
+  }
+
+  /** Whether `http://<registry>/v2/` answers at all. */
+  async #answersPlainHttp(timeoutMs: number): Promise<boolean> {
+    try {
+      const response = await this.#fetch(`http://${this.#registry}/v2/`, {
+        redirect: "manual",
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      await response.body?.cancel();
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /** The Authorization header that answers a challenge. */
@@ -156,7 +291,7 @@ export class RegistryClient {
     }
     if (challenge.params.service) realm.searchParams.set("service", challenge.params.service);
     for (const each of scope.split(" ")) realm.searchParams.append("scope", each);
-    const response = await this.#fetch(realm, {
+    const response = await this.#request(realm, {
       headers: credentials ? { authorization: basicHeader(credentials) } : {},
     });
     if (!response.ok) {
@@ -193,8 +328,10 @@ export class RegistryClient {
     const response = await this.#send(`/v2/${repository}/manifests/${reference}`, {
       headers: { accept: MANIFEST_ACCEPT },
     }, `repository:${repository}:pull`);
-    if (!response.ok) await this.#fail(response, `GET manifest ${repository}:${reference}`);
-    const bytes = new Uint8Array(await response.arrayBuffer());
+    if (!response.ok) {
+      await this.#fail(response, `GET manifest ${manifestName(repository, reference)}`);
+    }
+    const bytes = await this.#read(response, `GET manifest ${manifestName(repository, reference)}`);
     const digest = sha256Digest(bytes);
     if (reference.startsWith("sha256:") && digest !== reference) {
       throw new Error(`the manifest of ${repository}@${reference} has the digest ${digest}`);
@@ -217,7 +354,7 @@ export class RegistryClient {
       `repository:${repository}:pull`,
     );
     if (!response.ok) await this.#fail(response, `GET blob ${repository}@${digest}`);
-    const bytes = new Uint8Array(await response.arrayBuffer());
+    const bytes = await this.#read(response, `GET blob ${repository}@${digest}`);
     const actual = sha256Digest(bytes);
     if (actual !== digest) throw new Error(`blob ${digest} of ${repository} has digest ${actual}`);
     return bytes;
@@ -290,7 +427,9 @@ export class RegistryClient {
       headers: { "content-type": mediaType },
       body: bytes as Uint8Array<ArrayBuffer>,
     }, `repository:${repository}:pull,push`);
-    if (response.status !== 201) await this.#fail(response, `PUT manifest ${repository}`);
+    if (response.status !== 201) {
+      await this.#fail(response, `PUT manifest ${manifestName(repository, reference)}`);
+    }
     await response.body?.cancel();
     const digest = sha256Digest(bytes);
     const reported = response.headers.get("docker-content-digest");

@@ -6,6 +6,7 @@
  */
 
 import { getLogger } from "@logtape/logtape";
+import { formatDuration } from "./config/errors.ts";
 import type { KubeConfig } from "./config/types.ts";
 import { ApiError, ConnectionError } from "./errors.ts";
 import { redactURL } from "./redact.ts";
@@ -95,6 +96,19 @@ const RETRY_CAP_MS = 10_000;
 /** A `Retry-After` longer than this is cut to it, so a read never stalls for minutes. */
 const RETRY_AFTER_CAP_MS = 60_000;
 const RETRYABLE_STATUS = new Set([429, 500, 502, 503, 504]);
+
+/**
+ * What an aborted request rejects with: the signal's reason, unless that reason is a timeout
+ * and the request failed with a timeout that says more (an exec credential plugin names
+ * itself as what the request was waiting for).
+ */
+function moreDetailedTimeout(err: unknown, reason: unknown): unknown {
+  const isTimeout = (e: unknown): e is Error => e instanceof Error && e.name === "TimeoutError";
+  return err !== reason && isTimeout(err) && isTimeout(reason) &&
+      err.message.startsWith(reason.message.replace(/\.$/, ""))
+    ? err
+    : reason;
+}
 
 /** Exponential backoff with jitter: half the delay fixed, half random. */
 function backoffMs(attempt: number): number {
@@ -236,7 +250,13 @@ export class RestClient {
     const deadline = new AbortController();
     const timer = requestDeadlines.add(
       timeout,
-      () => deadline.abort(new DOMException("The request timed out.", "TimeoutError")),
+      () =>
+        deadline.abort(
+          new DOMException(
+            `The request timed out after ${formatDuration(timeout)}.`,
+            "TimeoutError",
+          ),
+        ),
     );
     try {
       return await read(await this.#send(request, deadline.signal));
@@ -279,7 +299,7 @@ export class RestClient {
         response = await this.#transport.fetch(target, { method, headers, body, signal });
       } catch (err) {
         this.#report(method, request.path, undefined, started, attempt);
-        if (signal?.aborted) throw signal.reason;
+        if (signal?.aborted) throw moreDetailedTimeout(err, signal.reason);
         const reason = err instanceof Error ? err.message : String(err);
         if (attempt < retries) {
           logger.debug("Retrying {method} {path} after a network failure: {reason}", {

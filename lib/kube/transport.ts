@@ -9,6 +9,7 @@
 import { Buffer } from "node:buffer";
 import process from "node:process";
 import { X509Certificate } from "node:crypto";
+import { clientCertificateProblem } from "./config/client_certificate.ts";
 import type { Credentials, KubeConfig } from "./config/types.ts";
 import { ConnectionError, type ConnectionFailure, InvalidHeaderError } from "./errors.ts";
 import {
@@ -139,7 +140,7 @@ const PROXY_FAILURES = new Set<ConnectionFailure>(["refused", "dns", "timeout"])
  */
 export function toConnectionError(
   err: unknown,
-  target: { server: string; proxyURL?: string },
+  target: { server: string; proxyURL?: string; clientCertificate?: boolean },
   secrets: string[] = [],
 ): ConnectionError {
   const text = chainText(err);
@@ -152,6 +153,17 @@ export function toConnectionError(
       detail = sentence;
       break;
     }
+  }
+  if (reason === "unknown" && target.clientCertificate && /FailedToOpenSocket/.test(text)) {
+    // Bun's words for a client certificate its TLS stack refuses ("Was there a typo in the url
+    // or port?") would send the reader to the wrong field.
+    return new ConnectionError({
+      host: hostOf(target.server),
+      reason: "tls",
+      detail: "the client certificate or key could not be used for TLS (check " +
+        "client-certificate and client-key)",
+      cause,
+    });
   }
   if (reason === "unknown") {
     const innermost = redactText(innermostMessage(err), secrets);
@@ -196,6 +208,22 @@ function checkCaData(caData: string | undefined, server: string): void {
       cause: redactError(err),
     });
   }
+}
+
+/**
+ * Throws a {@linkcode ConnectionError} naming the client certificate or key when they cannot
+ * be used together: a loaded kubeconfig was checked already, but a hand-built configuration or
+ * a custom auth provider was not, and Bun reports a bad pair as `FailedToOpenSocket`.
+ */
+function checkClientCertificate(pair: { cert: string; key: string }, config: KubeConfig): void {
+  const problem = clientCertificateProblem(pair.cert, pair.key);
+  if (!problem) return;
+  const what = problem.field === "cert" ? "client certificate" : "client key";
+  throw new ConnectionError({
+    host: hostOf(config.server),
+    reason: "tls",
+    detail: `the ${what} of ${config.source} ${problem.reason}`,
+  });
 }
 
 /** A header name fetch accepts: an RFC 9110 token. */
@@ -301,6 +329,7 @@ export function newTransport(config: KubeConfig, options: TransportOptions = {})
       checkCaData(config.caData, config.server);
       checkedCa = true;
     }
+    if (pair) checkClientCertificate(pair, config);
     current?.fetcher.close();
     current = undefined;
     current = {
@@ -363,7 +392,11 @@ export function newTransport(config: KubeConfig, options: TransportOptions = {})
         ...secretsOfURL(config.proxyURL),
         ...secretsOfURL(config.server),
       ];
-      throw toConnectionError(err, { server, proxyURL: config.proxyURL }, secrets);
+      throw toConnectionError(err, {
+        server,
+        proxyURL: config.proxyURL,
+        clientCertificate: credentials.clientCertificate !== undefined,
+      }, secrets);
     }
   }
 

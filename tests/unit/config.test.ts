@@ -16,13 +16,15 @@ import {
   loadConfigFrom,
   loadKubeconfigFile,
 } from "../../lib/kube/config/load.ts";
+import { createCertificateAuthority } from "../../lib/testing/certs.ts";
 
 /** Explicit, so no test depends on a runtime's default (Bun: 5 s). */
 const TIMEOUT = { timeout: 30_000 };
 
 const CA_PEM = "-----BEGIN CERTIFICATE-----\nY2EgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n";
-const CERT_PEM = "-----BEGIN CERTIFICATE-----\nY2xpZW50IGNlcnQ=\n-----END CERTIFICATE-----\n";
-const KEY_PEM = "-----BEGIN PRIVATE KEY-----\nY2xpZW50IGtleQ==\n-----END PRIVATE KEY-----\n";
+// A real pair: loading checks that the certificate parses and the key is its own.
+const { cert: CERT_PEM, key: KEY_PEM } = await (await createCertificateAuthority("config-test"))
+  .issueClient({ commonName: "config-test-user" });
 const V1 = "client.authentication.k8s.io/v1";
 
 let root = "";

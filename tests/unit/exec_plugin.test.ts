@@ -10,6 +10,7 @@ import { stringify } from "yaml";
 import { KubeconfigError } from "../../lib/kube/config/errors.ts";
 import { DEFAULT_EXEC_TIMEOUT_MS, ExecCredentialProvider } from "../../lib/kube/config/exec.ts";
 import { loadKubeconfigFile } from "../../lib/kube/config/load.ts";
+import { RestClient } from "../../lib/kube/rest.ts";
 
 const V1 = "client.authentication.k8s.io/v1";
 const TIMEOUT = { timeout: 20_000 };
@@ -153,4 +154,54 @@ describe("exec plugin deadline", () => {
   it("refuses a timeout that is not positive", TIMEOUT, () => {
     assert.throws(() => provider("/bin/true", 0), RangeError);
   });
+
+  it(
+    "names the plugin and its deadline when a request times out waiting for it",
+    TIMEOUT,
+    async () => {
+      const secret = "rudderleak-exec-arg-7y6t";
+      const { dir } = plugin("sleep 30");
+      const file = path.join(dir, "config");
+      fs.writeFileSync(
+        file,
+        stringify({
+          // Never reached: the request waits for the plugin first.
+          clusters: [{ name: "c", cluster: { server: "https://127.0.0.1:9" } }],
+          users: [{
+            name: "hung-user",
+            user: {
+              exec: {
+                apiVersion: V1,
+                command: "./plugin.sh",
+                args: ["--password", secret],
+                env: [{ name: "PLUGIN_SECRET", value: secret }],
+              },
+            },
+          }],
+          contexts: [{ name: "c", context: { cluster: "c", user: "hung-user" } }],
+          "current-context": "c",
+        }),
+      );
+      const config = await loadKubeconfigFile(file, { execTimeoutMs: 1_500 });
+      const rest = new RestClient(config, { timeout: 300 });
+      try {
+        const started = Date.now();
+        const err = await rest.request({ path: "/version" }).then(
+          () => assert.fail("the request must time out"),
+          (e: unknown) => e as Error,
+        );
+        assert.ok(Date.now() - started < 1_400, "the request's deadline, not the plugin's");
+        assert.equal(err.name, "TimeoutError");
+        assert.match(
+          err.message,
+          /^The request timed out after 300 ms while waiting for credentials from the exec plugin of user "hung-user" \(command ".*\/plugin\.sh"\), which had not answered after \d+ ms; the plugin is killed when it has run 1\.5 s \(its deadline\)$/,
+        );
+        assert.ok(!err.message.includes(secret), err.message);
+        // The plugin itself still runs to its own deadline, and then is killed.
+        await assert.rejects(config.auth.credentials(), /did not answer within 1\.5 s/);
+      } finally {
+        rest.close();
+      }
+    },
+  );
 });

@@ -9,6 +9,7 @@ import * as path from "node:path";
 import { stringify } from "yaml";
 import { KubeconfigError } from "../../lib/kube/config/errors.ts";
 import { loadKubeconfigFile } from "../../lib/kube/config/load.ts";
+import { createCertificateAuthority } from "../../lib/testing/certs.ts";
 
 const TIMEOUT = { timeout: 30_000 };
 const SECRET = "rudderleak-malformed-9q8w";
@@ -435,4 +436,112 @@ describe("malformed kubeconfigs", () => {
       await expectFailure(file, undefined, words);
     });
   }
+});
+
+/** A client certificate and key that belong together, another pair, and what to break. */
+let pair: { cert: string; key: string };
+let otherPair: { cert: string; key: string };
+
+before(async () => {
+  const ca = await createCertificateAuthority("rudder-malformed-ca");
+  pair = await ca.issueClient({ commonName: "malformed-user" });
+  otherPair = await ca.issueClient({ commonName: "someone-else" });
+}, TIMEOUT);
+
+/** The lines of a PEM body: none may appear in a message. */
+const bodyLines = (pem: string) =>
+  pem.split("\n").filter((line) => line && !line.startsWith("-----"));
+
+describe("client certificates and keys that cannot be used", () => {
+  const b64 = (text: string) => btoa(text);
+  const garbage = (label: string) =>
+    `-----BEGIN ${label}-----\n${btoa(`${SECRET} garbage`)}\n-----END ${label}-----\n`;
+  /** [what, cert, key, the field named, words of the message] */
+  const cases: [string, () => string, () => string, string, string][] = [
+    [
+      "a private key in client-certificate-data",
+      () => pair.key,
+      () => pair.key,
+      "users[0].user.client-certificate-data",
+      "holds a private key, not a certificate",
+    ],
+    [
+      "a certificate in client-key-data",
+      () => pair.cert,
+      () => pair.cert,
+      "users[0].user.client-key-data",
+      "holds a certificate, not a private key",
+    ],
+    [
+      "a certificate and key swapped",
+      () => pair.key,
+      () => pair.cert,
+      "users[0].user.client-certificate-data",
+      "may be swapped",
+    ],
+    [
+      "a PEM-shaped certificate that is garbage",
+      () => garbage("CERTIFICATE"),
+      () => pair.key,
+      "users[0].user.client-certificate-data",
+      "is not a valid certificate",
+    ],
+    [
+      "a PEM-shaped key that is garbage",
+      () => pair.cert,
+      () => garbage("PRIVATE KEY"),
+      "users[0].user.client-key-data",
+      "is not a valid private key",
+    ],
+    [
+      "the key of another certificate",
+      () => pair.cert,
+      () => otherPair.key,
+      "users[0].user.client-key-data",
+      "is not the private key of the client certificate",
+    ],
+  ];
+
+  for (const [what, cert, key, field, words] of cases) {
+    it(`names the field when ${what}`, TIMEOUT, async () => {
+      const doc = valid();
+      delete user(doc).token;
+      user(doc)["client-certificate-data"] = b64(cert());
+      user(doc)["client-key-data"] = b64(key());
+      const file = path.join(fs.mkdtempSync(path.join(root, "pair-")), "config");
+      fs.writeFileSync(file, stringify(doc));
+      await expectFailure(file, field, words);
+      const err = await loadKubeconfigFile(file).catch((e) => e);
+      assert.ok(err.message.includes('user "u"'), err.message);
+      for (const line of [...bodyLines(pair.key), ...bodyLines(otherPair.key)]) {
+        assert.ok(!String(err).includes(line), "no line of a key in the message");
+      }
+    });
+  }
+
+  it("names the file field when the file holds the key", TIMEOUT, async () => {
+    const dir = fs.mkdtempSync(path.join(root, "pair-files-"));
+    fs.writeFileSync(path.join(dir, "client.crt"), pair.key);
+    fs.writeFileSync(path.join(dir, "client.key"), pair.key);
+    const doc = valid();
+    delete user(doc).token;
+    user(doc)["client-certificate"] = "client.crt";
+    user(doc)["client-key"] = "client.key";
+    const file = path.join(dir, "config");
+    fs.writeFileSync(file, stringify(doc));
+    await expectFailure(file, "users[0].user.client-certificate", "holds a private key");
+  });
+
+  it("accepts one file holding both, as Go does", TIMEOUT, async () => {
+    const dir = fs.mkdtempSync(path.join(root, "pair-bundle-"));
+    fs.writeFileSync(path.join(dir, "client.pem"), pair.cert + pair.key);
+    const doc = valid();
+    delete user(doc).token;
+    user(doc)["client-certificate"] = "client.pem";
+    user(doc)["client-key"] = "client.pem";
+    const file = path.join(dir, "config");
+    fs.writeFileSync(file, stringify(doc));
+    const config = await loadKubeconfigFile(file);
+    assert.ok((await config.auth.credentials()).clientCertificate);
+  });
 });

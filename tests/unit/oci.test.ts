@@ -656,7 +656,7 @@ describe("RegistryClient", () => {
     assert.match(first.message, /token service refused repository:op:pull \(403\)/);
     const second = await client.putManifest("op", "1", bytes("{}"), MediaType.ociManifest)
       .catch((e) => e);
-    assert.match(second.message, /PUT manifest op on r\.example\.com: 403 DENIED: no push/);
+    assert.match(second.message, /PUT manifest op:1 on r\.example\.com: 403 DENIED: no push/);
     for (const err of [first, second]) {
       assert.doesNotMatch(String(err.message), /hunter2|tok-secret|bWU6aHVudGVyMg/);
     }

@@ -89,3 +89,8 @@ export function describeType(value: unknown): string {
   if (Array.isArray(value)) return "array";
   return typeof value;
 }
+
+/** `250 ms`, `30 s`, `1.5 s`: the deadlines of exec plugins and requests in messages. */
+export function formatDuration(ms: number): string {
+  return ms < 1000 ? `${ms} ms` : `${Number((ms / 1000).toFixed(1))} s`;
+}

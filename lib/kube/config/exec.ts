@@ -15,7 +15,8 @@ import { abortable } from "../../util/abort.ts";
 import { concat } from "../../util/bytes.ts";
 import { redactText } from "../redact.ts";
 import { copyCredentials } from "./auth.ts";
-import { describeType, fieldError, type KubeconfigError } from "./errors.ts";
+import { clientCertificateProblem } from "./client_certificate.ts";
+import { describeType, fieldError, formatDuration, type KubeconfigError } from "./errors.ts";
 import type { AuthProvider, Credentials } from "./types.ts";
 
 /** An exec credential is refreshed this long before it expires, so no request carries a dying token. */
@@ -108,11 +109,6 @@ class RunFailure {
   constructor(readonly reason: string, readonly stderr: string, readonly stdout: string) {}
 }
 
-/** `250 ms`, `30 s`, `1.5 s`. */
-function formatDuration(ms: number): string {
-  return ms < 1000 ? `${ms} ms` : `${Number((ms / 1000).toFixed(1))} s`;
-}
-
 /** Every string in a parsed JSON value, to blank in messages. */
 function jsonStrings(value: unknown, out: string[] = []): string[] {
   if (typeof value === "string") out.push(value);
@@ -186,6 +182,8 @@ export class ExecCredentialProvider implements AuthProvider {
   readonly #timeoutMs: number;
   #cached?: CachedCredentials;
   #inFlight?: Promise<Credentials>;
+  /** `performance.now()` when the run in flight started. */
+  #runStarted = 0;
 
   /** Checks the options; the plugin first runs on the first {@linkcode credentials} call. */
   constructor(options: ExecCredentialOptions) {
@@ -225,10 +223,34 @@ export class ExecCredentialProvider implements AuthProvider {
     if (cached && (cached.renewAt === undefined || this.#now() < cached.renewAt)) {
       return Promise.resolve(copyCredentials(cached.credentials));
     }
-    this.#inFlight ??= this.#run().finally(() => {
-      this.#inFlight = undefined;
+    if (!this.#inFlight) {
+      this.#runStarted = performance.now();
+      this.#inFlight = this.#run().finally(() => {
+        this.#inFlight = undefined;
+      });
+    }
+    const run = this.#inFlight;
+    return abortable(run.then(copyCredentials), signal).catch((err: unknown) => {
+      // A request's deadline passing while the plugin runs would otherwise read only "The
+      // request timed out.", hiding that the plugin is what it waited for.
+      if (signal?.aborted && err === signal.reason && isTimeout(err) && this.#inFlight === run) {
+        throw this.#stillRunning(err);
+      }
+      throw err;
     });
-    return abortable(this.#inFlight.then(copyCredentials), signal);
+  }
+
+  /** The timeout `reason` of a caller, naming the plugin it was waiting for and its deadline. */
+  #stillRunning(reason: Error): DOMException {
+    const { user, command } = this.#options;
+    const running = formatDuration(Math.round(performance.now() - this.#runStarted));
+    return new DOMException(
+      `${reason.message.replace(/\.$/, "")} while waiting for credentials from the exec ` +
+        `plugin of user ${JSON.stringify(user)} (command ${JSON.stringify(command)}), which ` +
+        `had not answered after ${running}; the plugin is killed when it has run ` +
+        `${formatDuration(this.#timeoutMs)} (its deadline)`,
+      "TimeoutError",
+    );
   }
 
   /** Drops the cached credentials so the plugin runs again; resolves `true`. */
@@ -385,6 +407,14 @@ export class ExecCredentialProvider implements AuthProvider {
       );
     }
     if (hasCert && hasKey) {
+      const problem = clientCertificateProblem(
+        clientCertificateData as string,
+        clientKeyData as string,
+      );
+      if (problem) {
+        const field = problem.field === "cert" ? "clientCertificateData" : "clientKeyData";
+        throw this.#failure(`printed a status.${field} that ${problem.reason}`);
+      }
       credentials.clientCertificate = {
         cert: clientCertificateData as string,
         key: clientKeyData as string,
@@ -421,6 +451,10 @@ export class ExecCredentialProvider implements AuthProvider {
     // No cause: the runtime's error for a failed run may carry the plugin's output.
     return fieldError(origin, detail);
   }
+}
+
+function isTimeout(err: unknown): err is Error {
+  return err instanceof Error && err.name === "TimeoutError";
 }
 
 function spawnReason(err: unknown): string {

@@ -22,6 +22,7 @@ import {
   FileTokenSource,
   StaticAuthProvider,
 } from "./auth.ts";
+import { clientCertificateProblem } from "./client_certificate.ts";
 import {
   describeFsError,
   fieldError,
@@ -371,7 +372,20 @@ async function resolveAuth(
       `user ${user} has a client key but no client-certificate or client-certificate-data`,
     );
   }
-  if (cert !== undefined && key !== undefined) providers.push(clientCertificateAuth(cert, key));
+  if (cert !== undefined && key !== undefined) {
+    const problem = clientCertificateProblem(cert, key);
+    if (problem) {
+      // The field that holds the value: -data wins over the file, as in readPem.
+      const [fileKey, dataKey] = problem.field === "cert"
+        ? ["client-certificate", "client-certificate-data"] as const
+        : ["client-key", "client-key-data"] as const;
+      throw fieldError(
+        at(fields[dataKey] !== undefined ? dataKey : fileKey),
+        `user ${user}: ${problem.reason}; the value is not shown`,
+      );
+    }
+    providers.push(clientCertificateAuth(cert, key));
+  }
 
   const hasToken = fields.token !== undefined || fields.tokenFile !== undefined;
   if (hasToken && fields.username !== undefined) {
