@@ -31,6 +31,7 @@ import { ApiError, isGone, isTooManyRequests, type Status } from "../kube/errors
 import type { QueryValue, RestClient } from "../kube/rest.ts";
 import { WatchDecodeError, type WatchEvent } from "../kube/watch.ts";
 import { sleep } from "../util/abort.ts";
+import type { Clock } from "../util/clock.ts";
 import { errorMessage } from "../util/logging.ts";
 import { jittered } from "../util/timers.ts";
 
@@ -91,6 +92,8 @@ export interface WatcherOptions {
   idleTimeout?: number;
   /** Backoff after failures: initial and maximum milliseconds; default 800 and 30 000. */
   backoff?: { initial: number; max: number };
+  /** The clock the backoff waits on (default the process's); tests pass a `FakeClock`. */
+  clock?: Clock;
   /** Stops the watcher: the iteration ends (without an error) and the connection closes. */
   signal?: AbortSignal;
 }
@@ -408,7 +411,7 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
             }
             case "Backoff": {
               // An abort ends the wait early; the loop then sees the signal and stops.
-              await sleep(jittered(waitMs, 0.25), signal).catch(() => {});
+              await sleep(jittered(waitMs, 0.25), signal, this.#options.clock).catch(() => {});
               backoff = Math.min(backoffOptions.max, backoff * 2);
               state = resume;
               break;

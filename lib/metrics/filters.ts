@@ -14,6 +14,7 @@
 
 import { getLogger } from "@logtape/logtape";
 import type { RestClient } from "../kube/rest.ts";
+import { type Clock, realClock } from "../util/clock.ts";
 
 const logger = getLogger(["rudder", "metrics", "auth"]);
 
@@ -57,6 +58,8 @@ export interface AuthenticationAndAuthorizationOptions {
    * never remembered.
    */
   cacheTTL?: number;
+  /** What `cacheTTL` is measured on (default the process's clock); tests pass a `FakeClock`. */
+  clock?: Clock;
 }
 
 /**
@@ -183,8 +186,10 @@ export function withAuthenticationAndAuthorization(
   options: AuthenticationAndAuthorizationOptions,
 ): RequestFilter {
   const ttl = options.cacheTTL ?? DEFAULT_AUTH_CACHE_TTL_MS;
-  const tokens = new DecisionCache<UserInfo | undefined>(ttl);
-  const access = new DecisionCache<boolean>(ttl);
+  const clock = options.clock ?? realClock;
+  const now = () => clock.now();
+  const tokens = new DecisionCache<UserInfo | undefined>(ttl, MAX_CACHE_ENTRIES, now);
+  const access = new DecisionCache<boolean>(ttl, MAX_CACHE_ENTRIES, now);
   const { rest } = options;
 
   const authenticate = async (token: string) =>

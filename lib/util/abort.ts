@@ -4,6 +4,8 @@
  * @module
  */
 
+import { type Clock, realClock } from "./clock.ts";
+
 /**
  * Resolves like `promise`, or rejects with the signal's reason as soon as `signal` aborts; the
  * work behind `promise` goes on (others may share it). The abort listener is removed once the
@@ -34,17 +36,17 @@ export function abortable<T>(promise: Promise<T>, signal?: AbortSignal): Promise
 }
 
 /**
- * Resolves after `ms` milliseconds, or rejects with the signal's reason as soon as `signal`
- * aborts (the timer is cleared then).
+ * Resolves after `ms` milliseconds on `clock` (default the process's), or rejects with the
+ * signal's reason as soon as `signal` aborts (the timer is cleared then).
  */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+export function sleep(ms: number, signal?: AbortSignal, clock: Clock = realClock): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const onAbort = () => {
-      clearTimeout(timer);
+      clock.clearTimeout(timer);
       reject(signal!.reason);
     };
-    const timer = setTimeout(() => {
+    const timer = clock.setTimeout(() => {
       signal?.removeEventListener("abort", onAbort);
       resolve();
     }, ms);

@@ -155,6 +155,41 @@ describe("connection failures", () => {
     expectReason(err, "dns", "rudder-no-such-host.invalid:6443");
   });
 
+  it("says the TLS handshake failed for a certificate of another name", TIMEOUT, async () => {
+    const ca = await createCertificateAuthority("names-ca");
+    const serving = await ca.issueServing({ commonName: "other.test", dnsNames: ["other.test"] });
+    const server = createServer({ cert: serving.cert, key: serving.key }, (_req, res) => {
+      res.end("{}");
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const port = (server.address() as { port: number }).port;
+    try {
+      const err = await failure(config({ server: `https://127.0.0.1:${port}`, caData: ca.cert }));
+      expectReason(err, "tls", `127.0.0.1:${port}`);
+      assert.match(err.message, /the TLS handshake failed: /);
+    } finally {
+      server.closeAllConnections?.();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it(
+    "says the connection was closed when the server drops it before answering",
+    TIMEOUT,
+    async () => {
+      const server = createNetServer((socket) => socket.once("data", () => socket.destroy()));
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+      const port = (server.address() as { port: number }).port;
+      try {
+        const err = await failure(config({ server: `http://127.0.0.1:${port}` }));
+        expectReason(err, "reset", `127.0.0.1:${port}`);
+        assert.match(err.message, /the connection was closed before an answer came/);
+      } finally {
+        await new Promise((resolve) => server.close(resolve));
+      }
+    },
+  );
+
   it("lets an aborted request reject with the signal's reason, unwrapped", TIMEOUT, async () => {
     const transport = newTransport(
       config({ server: `https://127.0.0.1:${closedPort}`, caData: trustedCa }),

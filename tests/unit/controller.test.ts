@@ -122,6 +122,74 @@ describe("Controller", () => {
     await running;
   });
 
+  it("starts a request's backoff over after requeueAfter: its next failure waits the base delay", async () => {
+    const clock = new FakeClock(0);
+    const script = ["error", "error", "error", "requeueAfter", "error", "done"];
+    let calls = 0;
+    const controller = new Controller("backoff-reset", () => {
+      const step = script[calls++];
+      if (step === "error") throw new Error("not yet");
+      return step === "requeueAfter" ? { requeueAfter: 1000 } : {};
+    }, { clock, rateLimiter: itemExponentialFailure(10, 100_000) });
+    const source = manualSource();
+    controller.watch(source);
+    const stop = new AbortController();
+    const running = controller.start(stop.signal);
+    await eventually("the source started", () => source.queue !== undefined);
+    source.queue!.add(req("a"));
+    const waits: number[] = [];
+    for (let n = 1; n < script.length; n++) {
+      await eventually(
+        `reconcile ${n} (${script[n - 1]}) queued the request again`,
+        () => calls === n && clock.pending() === 1,
+      );
+      const wait = clock.nextDueAt()! - clock.now();
+      waits.push(wait);
+      clock.advance(wait);
+    }
+    await eventually("the last reconcile ran", () => calls === script.length);
+    // Three failures back off 10, 20, 40 ms; after requeueAfter the count starts again at 10,
+    // not at the 80 ms a fourth failure in a row would wait.
+    assert.deepEqual(waits, [10, 20, 40, 1000, 10]);
+    stop.abort();
+    await running;
+  });
+
+  for (const how of ["requeueAfter", "requeue", "an error"] as const) {
+    it(`keeps a request's priority when ${how} queues it again`, async () => {
+      const clock = new FakeClock(0);
+      const order: string[] = [];
+      let releaseGate!: () => void;
+      const gate = new Promise<void>((resolve) => releaseGate = resolve);
+      const controller = new Controller(`priority-${how.replace(" ", "-")}`, async (request) => {
+        order.push(request.name);
+        if (request.name === "gate") await gate;
+        // Only urgent's first reconcile asks to run again.
+        if (request.name !== "urgent" || order.filter((n) => n === "urgent").length > 1) return {};
+        if (how === "requeueAfter") return { requeueAfter: 50 };
+        if (how === "requeue") return { requeue: true };
+        throw new Error("retry me");
+      }, { clock, rateLimiter: itemExponentialFailure(50, 1000) });
+      const source = manualSource();
+      controller.watch(source);
+      const stop = new AbortController();
+      const running = controller.start(stop.signal);
+      await eventually("the source started", () => source.queue !== undefined);
+      source.queue!.add(req("urgent"), { priority: 10 });
+      await eventually("urgent ran and waits 50 ms", () => clock.pending() === 1);
+      // The one worker is held while a request of priority 5 and the requeued one get ready.
+      source.queue!.add(req("gate"), { priority: 100 });
+      await eventually("the worker is held", () => order.includes("gate"));
+      source.queue!.add(req("routine"), { priority: 5 });
+      clock.advance(50);
+      releaseGate();
+      await eventually("both ran", () => order.length === 4);
+      assert.deepEqual(order, ["urgent", "gate", "urgent", "routine"]);
+      stop.abort();
+      await running;
+    });
+  }
+
   it("fails when its sources do not sync within cacheSyncTimeout, naming them", async () => {
     const controller = new Controller("unsynced", () => ({}), { cacheSyncTimeout: 50 });
     controller.watch(manualSource(true));

@@ -1041,6 +1041,13 @@ interface Review {
   body: Record<string, unknown>;
 }
 
+/** What a SubjectAccessReview asks about a non-resource URL. */
+interface AccessSpec {
+  user: string;
+  groups?: string[];
+  nonResourceAttributes: { path: string; verb: string };
+}
+
 /**
  * A stand-in API server that reviews tokens and access: `users` maps tokens to users, `allowed`
  * lists the users that may; reviews whose path ends with `state.failing` answer 500, and every
@@ -1048,7 +1055,7 @@ interface Review {
  */
 function reviewer(
   users: Record<string, { username: string; groups?: string[] }>,
-  allowed: string[],
+  allowed: string[] | ((spec: AccessSpec) => boolean),
 ) {
   const reviews: Review[] = [];
   const state = {
@@ -1071,8 +1078,10 @@ function reviewer(
           { status: 201 },
         );
       }
+      const spec = body.spec as AccessSpec;
+      const allow = typeof allowed === "function" ? allowed(spec) : allowed.includes(spec.user);
       return Response.json(
-        { ...body, status: { allowed: allowed.includes(body.spec.user) } },
+        { ...body, status: { allowed: allow } },
         { status: 201 },
       );
     },
@@ -1081,9 +1090,14 @@ function reviewer(
   return { rest: new RestClient(config, { transport }), reviews, state };
 }
 
-function get(app: { fetch(r: Request): Promise<Response> }, path: string, token?: string) {
+function get(
+  app: { fetch(r: Request): Promise<Response> },
+  path: string,
+  token?: string,
+  method = "GET",
+) {
   const headers: Record<string, string> = token ? { Authorization: `Bearer ${token}` } : {};
-  return app.fetch(new Request(`http://localhost${path}`, { headers }));
+  return app.fetch(new Request(`http://localhost${path}`, { method, headers }));
 }
 
 describe("metricsApp", () => {
@@ -1184,6 +1198,58 @@ describe("metricsApp", () => {
     brokenState.failing = undefined;
     assert.equal((await get(fragile, "/metrics", "good")).status, 200);
     assert.equal(asked.length, 3, "the failed TokenReview was asked again");
+  });
+
+  it("with secure: remembers a decision for its user, verb and path only, and for cacheTTL only", async () => {
+    const clock = new FakeClock();
+    const users: Record<string, { username: string; groups?: string[] }> = {
+      scraper: { username: "alice", groups: ["scrapers"] },
+      groupless: { username: "alice" },
+      other: { username: "bob", groups: ["scrapers"] },
+    };
+    // The cluster's RBAC: bob may not; alice may get /metrics, as a scraper only.
+    let rbacAllows = true;
+    const { rest, reviews } = reviewer(
+      users,
+      (spec) =>
+        rbacAllows && spec.user === "alice" && (spec.groups ?? []).includes("scrapers") &&
+        spec.nonResourceAttributes.verb === "get" && spec.nonResourceAttributes.path === "/metrics",
+    );
+    const app = metricsApp(new Registry(), { secure: { rest, cacheTTL: 10_000, clock } });
+    const accessReviews = () => reviews.filter((r) => r.path.endsWith("/subjectaccessreviews"));
+    const tokenReviews = () => reviews.filter((r) => r.path.endsWith("/tokenreviews"));
+
+    assert.equal((await get(app, "/metrics", "scraper")).status, 200);
+    // Each of these differs from the allowed request in one part of the decision's key.
+    assert.equal((await get(app, "/debug", "scraper")).status, 403, "another path");
+    assert.equal((await get(app, "/metrics", "scraper", "POST")).status, 403, "another verb");
+    assert.equal((await get(app, "/metrics", "other")).status, 403, "another user");
+    assert.equal((await get(app, "/metrics", "groupless")).status, 403, "other groups");
+    assert.equal(accessReviews().length, 5, "each was asked about");
+    assert.equal((await get(app, "/metrics", "scraper")).status, 200);
+    assert.equal(accessReviews().length, 5, "the allowed request was answered from the cache");
+
+    // The role goes: the remembered decision holds for cacheTTL, not a millisecond longer.
+    rbacAllows = false;
+    clock.advance(9_999);
+    assert.equal((await get(app, "/metrics", "scraper")).status, 200);
+    assert.equal(accessReviews().length, 5);
+    clock.advance(1);
+    assert.equal((await get(app, "/metrics", "scraper")).status, 403);
+    assert.equal(accessReviews().length, 6, "asked again once the decision expired");
+
+    // A token that goes: its review too is remembered for cacheTTL, from when it was asked.
+    users.another = { username: "carol" };
+    const asked = tokenReviews().length;
+    assert.equal((await get(app, "/metrics", "another")).status, 403);
+    assert.equal(tokenReviews().length, asked + 1);
+    delete users.another;
+    clock.advance(9_999);
+    assert.equal((await get(app, "/metrics", "another")).status, 403, "still carol");
+    assert.equal(tokenReviews().length, asked + 1);
+    clock.advance(1);
+    assert.equal((await get(app, "/metrics", "another")).status, 401);
+    assert.equal(tokenReviews().length, asked + 2);
   });
 
   it("with secure: 500 naming the user when the access review fails", async () => {

@@ -12,10 +12,12 @@ import { createServer, type Server } from "node:https";
 import { createServer as createNetServer } from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
+import process from "node:process";
 import { inspect } from "node:util";
 import { stringify } from "yaml";
 import { loadKubeconfigFile } from "../../lib/kube/config/load.ts";
 import type { KubeConfig } from "../../lib/kube/config/types.ts";
+import { ConnectionError } from "../../lib/kube/errors.ts";
 import { RestClient } from "../../lib/kube/rest.ts";
 import { createCertificateAuthority } from "../../lib/testing/certs.ts";
 import { formatJsonLogRecord, serializeError } from "../../lib/util/logging.ts";
@@ -380,6 +382,96 @@ describe("no credential in any message", () => {
       rest.close();
     }
     assert.ok(logs.records.some((r) => String(r.rawMessage).includes("Cannot re-read token file")));
+  });
+
+  describe("every class of connection failure, with a KubeConfig built by hand", () => {
+    const auth = `admin:${SECRET.serverPassword}`;
+    const proxyAuth = `proxyuser:${SECRET.proxyPassword}`;
+    let clientPair = { cert: "", key: "" };
+    before(async () => {
+      const ca = await createCertificateAuthority("hand-made");
+      clientPair = await ca.issueClient({ commonName: "someone" });
+    }, TIMEOUT);
+    /**
+     * A runtime's fetch failure at its most indiscreet: its message and each cause quote the URL
+     * with user-info, the proxy's URL (when there is a proxy), the Authorization header, the
+     * bare token and passwords, and a line of the client key.
+     */
+    function indiscreet(words: string, keyLine: string, proxy: boolean, code?: string): Error {
+      const viaProxy = proxy
+        ? ` via http://${proxyAuth}@127.0.0.1:3128 (${SECRET.proxyPassword})`
+        : "";
+      const everything = `https://${auth}@127.0.0.1:6443/ok${viaProxy} (Authorization: Bearer ` +
+        `${SECRET.token}; token ${SECRET.token}; password ${SECRET.serverPassword}; key ${keyLine})`;
+      const inner = Object.assign(new Error(`${words}: ${everything}`), code ? { code } : {});
+      return new TypeError(`fetch failed for ${everything}`, {
+        cause: new Error(`error sending request: ${everything}`, { cause: inner }),
+      });
+    }
+    const classes: [string, string, string | undefined, string][] = [
+      ["refused", "tcp connect error: Connection refused (os error 111)", undefined, "refused"],
+      ["dns", "getaddrinfo ENOTFOUND api.test", "ENOTFOUND", "dns"],
+      ["tls", "invalid peer certificate: NotValidForName", undefined, "tls"],
+      ["untrusted-certificate", "invalid peer certificate: UnknownIssuer", undefined, "untrusted"],
+      ["timeout", "connect ETIMEDOUT", "ETIMEDOUT", "timeout"],
+      ["reset", "socket hang up", "ECONNRESET", "reset"],
+      ["unknown", "something no one has seen before", undefined, "unknown"],
+      ["proxy", "tcp connect error: Connection refused (os error 111)", undefined, "proxy"],
+    ];
+    for (const [reason, words, code, label] of classes) {
+      it(`${label}: no credential in the error, its causes or the log`, TIMEOUT, async () => {
+        const keyLine = clientPair.key.split("\n")[1];
+        const config: KubeConfig = {
+          server: `https://${auth}@127.0.0.1:6443`,
+          namespace: "default",
+          proxyURL: reason === "proxy" ? `http://${proxyAuth}@127.0.0.1:3128` : undefined,
+          auth: {
+            credentials: () =>
+              Promise.resolve({
+                headers: { Authorization: `Bearer ${SECRET.token}` },
+                clientCertificate: clientPair,
+              }),
+          },
+          source: "a KubeConfig built by hand",
+        };
+        // Both runtimes' transports then go through the global fetch, which fails as told.
+        const realFetch = globalThis.fetch;
+        const denoFetch = process.env.RUDDER_DENO_FETCH;
+        const urls: string[] = [];
+        process.env.RUDDER_DENO_FETCH = "1";
+        globalThis.fetch = ((input: string | URL | Request) => {
+          urls.push(String(input instanceof Request ? input.url : input));
+          return Promise.reject(indiscreet(words, keyLine, reason === "proxy", code));
+        }) as typeof fetch;
+        const rest = new RestClient(config, { maxRetries: 1 });
+        const logged = logs.records.length;
+        try {
+          const err = await failsCleanly(`${label} by hand`, () => rest.request({ path: "/ok" }));
+          assert.ok(err instanceof ConnectionError, String(err));
+          assert.equal(err.reason, reason);
+          assertClean(
+            `${label} key`,
+            renderings(err).map((text) => text.split(keyLine).join(MARK)),
+          );
+        } finally {
+          globalThis.fetch = realFetch;
+          if (denoFetch === undefined) delete process.env.RUDDER_DENO_FETCH;
+          else process.env.RUDDER_DENO_FETCH = denoFetch;
+          rest.close();
+        }
+        assertClean(`${label} URL`, urls);
+        assert.equal(urls.length, 2, "sent, then retried once");
+        const retryRecords = logs.records.slice(logged)
+          .filter((record) => String(record.rawMessage).includes("after a network failure"));
+        assert.equal(retryRecords.length, 1, "the retry is logged");
+        assertClean(
+          `${label} log record`,
+          retryRecords.map((record) =>
+            (formatJsonLogRecord(record) + inspect(record, { depth: 12 })).split(keyLine).join(MARK)
+          ),
+        );
+      });
+    }
   });
 
   it("left no secret in any log record", TIMEOUT, () => {
