@@ -226,6 +226,12 @@ export function schemaContract(
               'Invalid value: "number": spec.maxUnavailable in body must be of type integer: "number"',
             field: "spec.maxUnavailable",
           },
+          {
+            reason: "FieldValueInvalid",
+            message: 'Invalid value: "": Checked value must be of type integer (default format) ' +
+              "in spec.maxUnavailable",
+            field: "<nil>",
+          },
         ]),
       );
     });

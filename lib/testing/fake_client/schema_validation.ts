@@ -171,6 +171,16 @@ const FORMATS: Record<string, (value: string) => boolean> = {
   k8slongname: (v) => v.length <= 253 && LONG_NAME.test(v),
 };
 
+/** The causes of a value of the wrong type; a fraction where an integer belongs gets two. */
+function typeMismatch(field: string, value: unknown, type: string, causes: StatusCause[]): void {
+  causes.push(typeInvalid(field, value, type));
+  if (type === "integer" && jsonType(value) === "number") {
+    causes.push(
+      invalid("<nil>", "", `Checked value must be of type integer (default format) in ${field}`),
+    );
+  }
+}
+
 /** Validation of one value against one node; `old` is the value it replaces, when correlated. */
 function validateNode(
   node: JSONSchemaProps,
@@ -189,24 +199,13 @@ function validateNode(
     if (actual !== "integer" && actual !== "string") {
       causes.push(typeInvalid(field, value, "integer,string"));
       causes.push(invalid("<nil>", "", `"${field}" must validate at least one schema (anyOf)`));
-      causes.push(typeInvalid(field, value, "integer"));
+      // The server reports how the value failed the integer branch of the anyOf, too.
+      typeMismatch(field, value, "integer", causes);
       return;
     }
-  } else if (type) {
-    const fits = actual === type || (type === "number" && actual === "integer");
-    if (!fits) {
-      causes.push(typeInvalid(field, value, type));
-      if (type === "integer" && actual === "number") {
-        causes.push(
-          invalid(
-            "<nil>",
-            "",
-            `Checked value must be of type integer (default format) in ${field}`,
-          ),
-        );
-      }
-      return;
-    }
+  } else if (type && !(actual === type || (type === "number" && actual === "integer"))) {
+    typeMismatch(field, value, type, causes);
+    return;
   }
   if (node.enum && !node.enum.some((allowed) => jsonEqual(allowed, value))) {
     causes.push({
