@@ -283,6 +283,37 @@ export function schemaContract(
       assert.equal(nulled.spec.replicas, 1);
     });
 
+    it("server-side apply defaults and validates; a field the schema does not declare fails it", async () => {
+      const name = unique("sprocket-apply");
+      const applied = await client.apply(sprocket(name, { image: "a" }), {
+        fieldManager: "contract",
+      });
+      assert.equal(applied.spec.replicas, 1);
+      const missing = await invalid(
+        client.apply(sprocket(unique("sprocket-apply-missing"), { replicas: 2 }), {
+          fieldManager: "contract",
+        }),
+      );
+      assert.deepEqual(missing.details?.causes?.map((c) => [c.field, c.reason]), [
+        ["spec.image", "FieldValueRequired"],
+      ]);
+      let caught: unknown;
+      await assert.rejects(
+        client.apply(sprocket(name, { image: "a", colour: "red" }), { fieldManager: "contract" }),
+        (err: unknown) => {
+          caught = err;
+          return true;
+        },
+      );
+      assert.ok(caught instanceof ApiError);
+      assert.equal(caught.code, 500);
+      assert.equal(
+        caught.status?.message,
+        `failed to create typed patch object (${namespace}/${name}; contract.rudder.dev/v1, ` +
+          "Kind=Sprocket): .spec.colour: field not declared in schema",
+      );
+    });
+
     it("the status subresource validates and prunes status", async () => {
       const created = await client.create(sprocket(unique("sprocket-status"), { image: "a" }));
       const err = await invalid(

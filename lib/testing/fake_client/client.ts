@@ -41,6 +41,7 @@ import type { DeepReadonly } from "../../api/readonly.ts";
 import { isJsonObject, jsonClone, type JsonObject } from "../../util/json.ts";
 import { CRD_KEY } from "./crd.ts";
 import {
+  apiError,
   badRequest,
   conflict,
   invalid,
@@ -64,6 +65,7 @@ import {
 } from "./objects.ts";
 import { applyPatch } from "./patches.ts";
 import { scaleOf, type ScalePaths } from "./scale.ts";
+import { undeclaredField } from "./schema_validation.ts";
 import { applyConfiguration } from "./server_side_apply.ts";
 import { type Entry, ObjectStore } from "./store.ts";
 
@@ -383,6 +385,18 @@ export class FakeClient implements Client {
   ): JsonObject {
     const meta = metadataOf(config);
     const name = String(meta.name);
+    const schema = this.#kinds.schema(type);
+    const undeclared = schema && undeclaredField(config, schema);
+    if (undeclared) {
+      // The server cannot type the configuration, so it fails before anything else is checked.
+      throw apiError(
+        where,
+        500,
+        "InternalError",
+        `failed to create typed patch object (${stringAt(meta, "namespace") ?? ""}/${name}; ` +
+          `${type.apiVersion}, Kind=${type.kind}): ${undeclared}: field not declared in schema`,
+      );
+    }
     const key = this.#store.key(type, stringAt(meta, "namespace"), name);
     const entry = this.#store.bucket(type).get(key);
     if (!entry) {

@@ -13,10 +13,13 @@
  * bounds, lengths, `pattern`, item and property counts, list-type sets and maps, the common
  * formats — and refuses with the server's 422 Invalid and its causes (`spec.replicas:
  * Required value`). The status subresource checks `status` only; updates ratchet (a value left
- * as it was is not checked again). Initial `objects` are pruned and defaulted, not validated.
+ * as it was is not checked again). A server-side apply configuration with a field the schema
+ * does not declare fails with the server's 500 instead of being pruned. Initial `objects` are
+ * pruned and defaulted, not validated.
  *
- * What it does not do: CEL rules (`x-kubernetes-validations`), admission (no webhooks, and
- * namespaces need not exist), defaulting and validation of built-in kinds beyond names and
+ * What it does not do: CEL rules (`x-kubernetes-validations`), the warnings the server sends
+ * about pruned fields, the server's 500 for an apply configuration of the wrong type (a 422
+ * here), admission (no webhooks, and namespaces need not exist), defaulting and validation of built-in kinds beyond names and
  * labels (a Deployment keeps the fields you gave it), garbage collection (`propagationPolicy`
  * is accepted and ignored), watches, and PodDisruptionBudget checks on evictions. Failures are
  * injected by wrapping it with `newInterceptedClient`.

@@ -5,6 +5,7 @@
  * strategy then validates the object ({@linkcode validateWithSchema}) with the OpenAPI value
  * validations, list-type sets and maps, and ratcheting on updates (a value left as it was is not
  * checked again). The causes have the fields, reasons and messages the real server sends.
+ * Server-side apply refuses a configuration with undeclared fields ({@linkcode undeclaredField}).
  *
  * Not done: CEL rules (`x-kubernetes-validations`), the rules a schema may set on `metadata`,
  * and formats other than `date`, `date-time`, `uuid`, `ipv4`, `byte`, `k8s-short-name` and
@@ -93,6 +94,41 @@ export function decodeWithSchema(obj: JsonObject, schema: JSONSchemaProps): void
     dropNulls(obj, schema);
   }
   fillDefaults(obj, schema);
+}
+
+/**
+ * The first field of a server-side apply configuration its schema does not declare, as a path
+ * like `.spec.colour`: the API server refuses such a configuration rather than pruning it.
+ */
+export function undeclaredField(
+  value: unknown,
+  node: JSONSchemaProps | undefined,
+  path = "",
+): string | undefined {
+  if (node?.["x-kubernetes-preserve-unknown-fields"] === true && !node.properties) return undefined;
+  const embedded = path === "" || node?.["x-kubernetes-embedded-resource"] === true;
+  if (Array.isArray(value)) {
+    for (const [i, item] of value.entries()) {
+      const found = undeclaredField(
+        item,
+        node?.items as JSONSchemaProps | undefined,
+        `${path}[${i}]`,
+      );
+      if (found) return found;
+    }
+  } else if (isJsonObject(value)) {
+    for (const key of Object.keys(value).sort()) {
+      if (embedded && META_FIELDS.has(key)) continue;
+      const child = fieldSchema(node, key);
+      if (!child) {
+        if (node?.["x-kubernetes-preserve-unknown-fields"] === true) continue;
+        return `${path}.${key}`;
+      }
+      const found = undeclaredField(value[key], child, `${path}.${key}`);
+      if (found) return found;
+    }
+  }
+  return undefined;
 }
 
 // ---- validation ---------------------------------------------------------------------------------
