@@ -4,7 +4,13 @@
 import { before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { z } from "zod";
-import { defineResource, intOrString, type ObjectOf } from "../../lib/api/mod.ts";
+import {
+  CustomResourceDefinition,
+  defineResource,
+  intOrString,
+  type ObjectOf,
+} from "../../lib/api/mod.ts";
+import { type KubeObject, resourceType } from "../../lib/api/resource.ts";
 import type { Client } from "../../lib/client/client.ts";
 import { mergeFrom } from "../../lib/client/patch.ts";
 import {
@@ -38,6 +44,61 @@ const Sprocket = defineResource({
   status: z.object({ phase: z.enum(["Pending", "Ready"]).optional() }),
 });
 type Sprocket = ObjectOf<typeof Sprocket>;
+
+/** A kind whose CRD a scenario tightens after objects exist. */
+interface Gear extends KubeObject {
+  spec?: { teeth?: number; name?: string; size?: number; color?: string };
+  status?: { phase?: string };
+}
+
+const Gear = resourceType<Gear>({
+  group: "contract.rudder.dev",
+  version: "v1",
+  kind: "Gear",
+  scope: "Namespaced",
+  subresources: ["status"],
+});
+
+const gearCRD: CustomResourceDefinition = {
+  apiVersion: "apiextensions.k8s.io/v1",
+  kind: "CustomResourceDefinition",
+  metadata: { name: "gears.contract.rudder.dev" },
+  spec: {
+    group: "contract.rudder.dev",
+    scope: "Namespaced",
+    names: { plural: "gears", singular: "gear", kind: "Gear", listKind: "GearList" },
+    versions: [{
+      name: "v1",
+      served: true,
+      storage: true,
+      subresources: { status: {} },
+      schema: {
+        openAPIV3Schema: {
+          type: "object",
+          properties: {
+            spec: {
+              type: "object",
+              properties: { teeth: { type: "integer" }, name: { type: "string" } },
+            },
+            status: { type: "object", properties: { phase: { type: "string" } } },
+          },
+        },
+      },
+    }],
+  },
+};
+
+/** The Gear schema made stricter: `size` required, at most 10 teeth, a defaulted colour. */
+const tighterGearSpec = {
+  type: "object",
+  required: ["size"],
+  properties: {
+    teeth: { type: "integer", maximum: 10 },
+    name: { type: "string" },
+    size: { type: "integer" },
+    color: { type: "string", default: "red" },
+  },
+};
 
 /** Causes sorted by field and reason: the API server lists them in no fixed order. */
 function sorted(causes: readonly StatusCause[] | undefined): StatusCause[] {
@@ -312,6 +373,65 @@ export function schemaContract(
         `failed to create typed patch object (${namespace}/${name}; contract.rudder.dev/v1, ` +
           "Kind=Sprocket): .spec.colour: field not declared in schema",
       );
+    });
+
+    it("a schema tightened later checks changed values only, and its new defaults show at once", async () => {
+      await client.create(gearCRD).catch(ignoreAlreadyExists);
+      const gear = (name: string, spec: Gear["spec"]): Gear => ({
+        apiVersion: "contract.rudder.dev/v1",
+        kind: "Gear",
+        metadata: { name, namespace },
+        spec,
+      });
+      const name = unique("gear");
+      const deadline = Date.now() + 30_000;
+      // A real API server serves the kind a moment after the CRD is created.
+      for (;;) {
+        try {
+          await client.list(Gear, { namespace });
+          break;
+        } catch (err) {
+          if (!isNotFound(err) || Date.now() > deadline) throw err;
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+      }
+      const created = await client.create(gear(name, { teeth: 50, name: "x" }));
+      const crd = await client.get(CustomResourceDefinition, { name: gearCRD.metadata!.name! });
+      const tighter = structuredClone(crd);
+      tighter.spec.versions[0].schema!.openAPIV3Schema!.properties!.spec = tighterGearSpec;
+      await client.update(tighter);
+      // A real API server takes the new schema a moment after the update.
+      for (;;) {
+        const taken = await client.create(gear(unique("gear-probe"), { teeth: 50 }), {
+          dryRun: true,
+        }).then(() => false, (err) => isInvalid(err));
+        if (taken) break;
+        if (Date.now() > deadline) assert.fail("the tightened Gear schema was never enforced");
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+
+      const read = await client.get(Gear, { namespace, name });
+      assert.deepEqual(read.spec, { teeth: 50, name: "x", color: "red" });
+      assert.equal(read.metadata?.resourceVersion, created.metadata?.resourceVersion);
+      const labelled = await client.update({
+        ...read,
+        metadata: { ...read.metadata, labels: { a: "b" } },
+      });
+      assert.equal(labelled.metadata?.generation, 1);
+      const withStatus = await client.status().update({ ...labelled, status: { phase: "Ok" } });
+      assert.equal(withStatus.status?.phase, "Ok");
+      const renamed = await invalid(
+        client.update({ ...withStatus, spec: { ...withStatus.spec, name: "y" } }),
+      );
+      assert.deepEqual(renamed.details?.causes, [
+        { reason: "FieldValueRequired", message: "Required value", field: "spec.size" },
+      ]);
+      const more = await invalid(
+        client.update({ ...withStatus, spec: { ...withStatus.spec, teeth: 60, size: 1 } }),
+      );
+      assert.deepEqual(more.details?.causes?.map((c) => [c.field, c.reason]), [
+        ["spec.teeth", "FieldValueInvalid"],
+      ]);
     });
 
     it("the status subresource validates and prunes status", async () => {

@@ -15,7 +15,8 @@
  * Required value`). The status subresource checks `status` only; updates ratchet (a value left
  * as it was is not checked again). A server-side apply configuration with a field the schema
  * does not declare fails with the server's 500 instead of being pruned. Initial `objects` are
- * pruned and defaulted, not validated.
+ * pruned and defaulted, not validated; an update of a CRD applies its new schema to the stored
+ * objects at once, as the server does when it reads them.
  *
  * What it does not do: CEL rules (`x-kubernetes-validations`), the warnings the server sends
  * about pruned fields, the server's 500 for an apply configuration of the wrong type (a 422

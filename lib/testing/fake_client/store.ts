@@ -377,7 +377,23 @@ export class ObjectStore {
       owner.applied ?? [],
     );
     entry.object = next;
+    if (gvkKey(type) === CRD_KEY) this.#reserve(next);
     return jsonClone(next);
+  }
+
+  /**
+   * Serves what an updated CRD now says, and decodes the stored objects of its kinds with the
+   * new schemas: the API server prunes and defaults what it reads, so they show new defaults
+   * at once (and keep their resourceVersion).
+   */
+  #reserve(crd: JsonObject): void {
+    this.#kinds.serve(crd);
+    for (const served of servedKinds(crd)) {
+      if (!served.schema) continue;
+      for (const stored of this.bucket(served.type).values()) {
+        decodeWithSchema(stored.object, served.schema);
+      }
+    }
   }
 
   /** Removes an object now; a CRD takes its kinds' objects with it. */
