@@ -136,6 +136,16 @@ describe("FakeClient with a type made by defineResource", () => {
     ]);
   });
 
+  it("lets duplicates stored before stay while other fields change, as the server does", async () => {
+    const client = new FakeClient({
+      types: [Website],
+      objects: [site({ image: "a", hosts: ["x", "x"] })],
+    });
+    const stored = await client.get(Website, key);
+    const updated = await client.update({ ...stored, spec: { ...stored.spec, image: "b" } });
+    assert.deepEqual(updated.spec.hosts, ["x", "x"]);
+  });
+
   it("checks the common string formats", async () => {
     const client = new FakeClient({ types: [Website] });
     const causes = await causesOf(

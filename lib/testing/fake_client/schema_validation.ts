@@ -415,46 +415,70 @@ function validateObject(
   }
 }
 
-/** Duplicates in lists of type `set` (equal items) and `map` (equal keys). */
+/** What makes an item of a list of type `set` (itself) or `map` (its key fields) unique. */
+function identity(node: JSONSchemaProps, item: unknown): unknown {
+  if (node["x-kubernetes-list-type"] === "set" || !isJsonObject(item)) return item;
+  const keys = node["x-kubernetes-list-map-keys"] ?? [];
+  return Object.fromEntries(keys.filter((key) => key in item).map((key) => [key, item[key]]));
+}
+
+/** Duplicates in lists of type `set` (equal items) and `map` (equal keys), at any depth. */
 function listDuplicates(
   node: JSONSchemaProps | undefined,
   value: unknown,
   field: string,
   causes: StatusCause[],
+  root = false,
 ): void {
   if (!node) return;
   if (Array.isArray(value)) {
     const listType = node["x-kubernetes-list-type"];
     if (listType === "set" || listType === "map") {
-      const keys = node["x-kubernetes-list-map-keys"] ?? [];
       const seen = new Map<string, number>();
       value.forEach((item, i) => {
-        const key = listType === "set" ? item : Object.fromEntries(
-          keys.filter((k) => isJsonObject(item) && k in item).map((k) => [
-            k,
-            (item as JsonObject)[k],
-          ]),
-        );
-        const text = JSON.stringify(key);
+        const id = identity(node, item);
+        const text = JSON.stringify(id);
         const times = seen.get(text) ?? 0;
         seen.set(text, times + 1);
+        // Reported once, at the first repetition, as the server does.
         if (times === 1) {
           causes.push({
             reason: "FieldValueDuplicate",
-            message: `Duplicate value: ${shown(key)}`,
+            message: `Duplicate value: ${shown(id)}`,
             field: `${field}[${i}]`,
           });
         }
       });
     }
-    value.forEach((item, i) =>
-      listDuplicates(node.items as JSONSchemaProps | undefined, item, `${field}[${i}]`, causes)
-    );
+    const items = node.items as JSONSchemaProps | undefined;
+    value.forEach((item, i) => listDuplicates(items, item, `${field}[${i}]`, causes));
   } else if (isJsonObject(value)) {
     for (const [key, item] of Object.entries(value)) {
+      if (root && META_FIELDS.has(key)) continue;
       listDuplicates(fieldSchema(node, key), item, field ? `${field}.${key}` : key, causes);
     }
   }
+}
+
+/** Value validations, then duplicates in sets and maps unless the old value had some too. */
+function check(
+  node: JSONSchemaProps,
+  value: unknown,
+  field: string,
+  old: Old,
+  root: boolean,
+): StatusCause[] {
+  const causes: StatusCause[] = [];
+  if (!root) validateNode(node, value, field, old, causes);
+  else if (isJsonObject(value)) validateObject(node, value, field, old, causes, true);
+  const duplicates: StatusCause[] = [];
+  listDuplicates(node, value, field, duplicates, root);
+  if (duplicates.length > 0 && old !== NONE) {
+    const before: StatusCause[] = [];
+    listDuplicates(node, old, field, before, root);
+    if (before.length > 0) return causes;
+  }
+  return [...causes, ...duplicates];
 }
 
 /**
@@ -468,31 +492,8 @@ export function validateWithSchema(
   old: JsonObject | undefined,
   only?: "status",
 ): StatusCause[] {
-  const causes: StatusCause[] = [];
-  let node: JSONSchemaProps | undefined = schema;
-  let value: unknown = obj;
-  let previous: Old = old ?? NONE;
-  let field = "";
-  if (only === "status") {
-    node = schema.properties?.status;
-    if (!node || !("status" in obj)) return causes;
-    value = obj.status;
-    previous = old && "status" in old ? old.status : NONE;
-    field = "status";
-  }
-  if (field) validateNode(node, value, field, previous, causes);
-  else if (node.type === "object" || node.properties) {
-    validateObject(node, obj, "", previous, causes, true);
-  }
-  const duplicates: StatusCause[] = [];
-  const oldDuplicates: StatusCause[] = [];
-  const list = (target: unknown, into: StatusCause[]) =>
-    field ? listDuplicates(node, target, field, into) : isJsonObject(target) &&
-      Object.entries(target).forEach(([key, item]) => {
-        if (!META_FIELDS.has(key)) listDuplicates(fieldSchema(node, key), item, key, into);
-      });
-  list(value, duplicates);
-  if (duplicates.length > 0 && previous !== NONE) list(previous, oldDuplicates);
-  if (oldDuplicates.length === 0) causes.push(...duplicates);
-  return causes;
+  if (only !== "status") return check(schema, obj, "", old ?? NONE, true);
+  const node = schema.properties?.status;
+  if (!node || !("status" in obj)) return [];
+  return check(node, obj.status, "status", old && "status" in old ? old.status : NONE, false);
 }
