@@ -26,6 +26,7 @@ import {
   Secret,
 } from "../../lib/api/mod.ts";
 import type { StatusDetails } from "../../lib/client/mod.ts";
+import { schemaContract } from "./schema_contract.ts";
 
 /** What a contract run needs: a client, a fresh namespace, and how to clean up. */
 export interface ContractSetup {
@@ -1157,5 +1158,7 @@ export function clientContract(name: string, setup: () => Promise<ContractSetup>
         await assert.rejects(client.create(unknownGroup), isNoKindMatch);
       });
     });
+
+    schemaContract(() => ({ client, namespace }), unique);
   });
 }

@@ -41,6 +41,7 @@ import type { DeepReadonly } from "../../api/readonly.ts";
 import { isJsonObject, jsonClone, type JsonObject } from "../../util/json.ts";
 import { CRD_KEY } from "./crd.ts";
 import {
+  apiError,
   badRequest,
   conflict,
   invalid,
@@ -64,6 +65,7 @@ import {
 } from "./objects.ts";
 import { applyPatch } from "./patches.ts";
 import { scaleOf, type ScalePaths } from "./scale.ts";
+import { undeclaredField } from "./schema_validation.ts";
 import { applyConfiguration } from "./server_side_apply.ts";
 import { type Entry, ObjectStore } from "./store.ts";
 
@@ -82,14 +84,17 @@ export interface SelectableFields {
 export interface FakeClientOptions {
   /**
    * Objects the fake starts with, stored as given (copied): only a missing `resourceVersion`
-   * is filled in. CustomResourceDefinitions among them make their kinds known.
+   * is filled in, and custom resources are pruned and defaulted by their schema as the API
+   * server reads them, but not validated. CustomResourceDefinitions among them make their
+   * kinds known.
    */
   objects?: readonly (KubeObject | Unstructured)[];
   /**
    * Kinds the fake knows besides the built-in ones, e.g. your custom resources. Any other
    * `apiVersion`/`kind` is refused with a {@linkcode NoKindMatchError}, as the real client
    * refuses a kind the API server does not serve. Creating a CustomResourceDefinition through
-   * the fake also makes its kinds known.
+   * the fake also makes its kinds known. Objects of a type made by `defineResource` (or of a
+   * CRD's kind) are defaulted, pruned and validated by its schema on every write.
    */
   types?: ResourceType<KubeObject>[];
   /**
@@ -109,8 +114,9 @@ export interface FakeClientOptions {
  * is a Conflict; `metadata.generation` counts spec changes of the kinds that have one; status
  * is kept apart for kinds with a `status` subresource; finalizers delay deletion; label and
  * field selectors, `limit`/`continue`, merge/JSON/strategic merge patches, server-side apply,
- * `dryRun`, the `scale` subresource and Pod evictions all work; errors are the
- * {@linkcode ApiError}s the server sends. Objects going in and out are copies.
+ * `dryRun`, the `scale` subresource and Pod evictions all work; custom resources are
+ * defaulted, pruned and validated by their structural schema (CEL rules excepted); errors are
+ * the {@linkcode ApiError}s the server sends. Objects going in and out are copies.
  *
  * To inject failures or observe calls, wrap it with {@linkcode newInterceptedClient}, as
  * controller-runtime's `interceptor.NewClient` wraps its fake.
@@ -379,6 +385,18 @@ export class FakeClient implements Client {
   ): JsonObject {
     const meta = metadataOf(config);
     const name = String(meta.name);
+    const schema = this.#kinds.schema(type);
+    const undeclared = schema && undeclaredField(config, schema);
+    if (undeclared) {
+      // The server cannot type the configuration, so it fails before anything else is checked.
+      throw apiError(
+        where,
+        500,
+        "InternalError",
+        `failed to create typed patch object (${stringAt(meta, "namespace") ?? ""}/${name}; ` +
+          `${type.apiVersion}, Kind=${type.kind}): ${undeclared}: field not declared in schema`,
+      );
+    }
     const key = this.#store.key(type, stringAt(meta, "namespace"), name);
     const entry = this.#store.bucket(type).get(key);
     if (!entry) {

@@ -1,11 +1,12 @@
 /**
- * CustomResourceDefinitions in the fake: the kinds a CRD serves (with their `scale` paths and
- * selectable fields), and the status the API server gives a CRD it accepts.
+ * CustomResourceDefinitions in the fake: the kinds a CRD serves (with their `scale` paths,
+ * selectable fields and schemas), and the status the API server gives a CRD it accepts.
  *
  * @module
  */
 
 import { type KubeObject, type ResourceType, resourceType } from "../../api/resource.ts";
+import type { JSONSchemaProps } from "../../api/schema.ts";
 import { isJsonObject, jsonClone, type JsonObject } from "../../util/json.ts";
 import type { ScalePaths } from "./scale.ts";
 
@@ -20,6 +21,14 @@ export interface ServedKind {
   scale?: ScalePaths;
   /** Its `selectableFields`, as paths without the leading dot. */
   selectableFields: string[];
+  /** Its structural schema (`schema.openAPIV3Schema`), when it has one. */
+  schema?: JSONSchemaProps;
+}
+
+/** The structural schema of one entry of a CRD's `spec.versions`, when it has one. */
+export function versionSchema(version: JsonObject): JSONSchemaProps | undefined {
+  const schema = isJsonObject(version.schema) ? version.schema.openAPIV3Schema : undefined;
+  return isJsonObject(schema) ? schema as JSONSchemaProps : undefined;
 }
 
 function jsonPathToPath(jsonPath: unknown): string[] | undefined {
@@ -64,6 +73,7 @@ export function servedKinds(crd: JsonObject): ServedKind[] {
       selectableFields: fields.filter(isJsonObject).map((field) =>
         jsonPathToPath(field.jsonPath)?.join(".")
       ).filter((field): field is string => field !== undefined),
+      schema: versionSchema(version),
     };
   });
 }

@@ -11,14 +11,16 @@ import { builtinResourceType } from "../../api/builtins.ts";
 import {
   type GroupVersionKind,
   gvkKey,
+  isDefinedResource,
   isResourceType,
   type KubeObject,
   type ResourceType,
 } from "../../api/resource.ts";
+import type { JSONSchemaProps } from "../../api/schema.ts";
 import type { ResourceRef } from "../../client/client.ts";
 import { schemaForKind } from "../../client/strategic_merge.ts";
 import { isJsonObject, type JsonObject } from "../../util/json.ts";
-import { CRD_KEY, establishedStatus, servedKinds } from "./crd.ts";
+import { CRD_KEY, establishedStatus, servedKinds, versionSchema } from "./crd.ts";
 import { base64, getPath, metadataOf } from "./objects.ts";
 import { BUILTIN_SCALABLE, BUILTIN_SCALE, DEFAULT_CUSTOM_SCALE, type ScalePaths } from "./scale.ts";
 
@@ -166,6 +168,8 @@ export class KnownKinds {
   readonly #known = new Map<string, ResourceType<KubeObject>>();
   readonly #scale = new Map<string, ScalePaths>();
   readonly #selectable = new Map<string, string[]>();
+  /** Structural schemas of custom kinds, from their CRD or from `defineResource`. */
+  readonly #schemas = new Map<string, JSONSchemaProps>();
 
   /** Kinds `types` besides the built-in ones; `selectable` lists custom selectable fields. */
   constructor(
@@ -177,6 +181,11 @@ export class KnownKinds {
     for (const type of types) {
       this.#mapper.register(type);
       this.#known.set(gvkKey(type), type);
+      if (isDefinedResource(type)) {
+        const version = type.crd().spec.versions.find((v) => v.name === type.version);
+        const schema = version && versionSchema(version as unknown as JsonObject);
+        if (schema) this.#schemas.set(gvkKey(type), schema);
+      }
     }
     for (const { type, fields } of selectable) this.#selectable.set(gvkKey(type), [...fields]);
   }
@@ -213,7 +222,17 @@ export class KnownKinds {
       this.#known.set(key, served.type);
       if (served.scale) this.#scale.set(key, served.scale);
       if (served.selectableFields.length > 0) this.#selectable.set(key, served.selectableFields);
+      if (served.schema) this.#schemas.set(key, served.schema);
+      else this.#schemas.delete(key);
     }
+  }
+
+  /**
+   * The structural schema objects of a custom kind are defaulted, pruned and validated with:
+   * its CRD's, or that of the type made by `defineResource`; `undefined` for other kinds.
+   */
+  schema(type: ResourceType<KubeObject>): JSONSchemaProps | undefined {
+    return this.#schemas.get(gvkKey(type));
   }
 
   /** Where the kind's `scale` subresource reads and writes; `undefined` when it has none. */

@@ -45,6 +45,7 @@ import {
 } from "./kinds.ts";
 import { labelCauses, nameProblems } from "./names.ts";
 import { metadataOf, type Path, stringAt, stringsAt, timestamp } from "./objects.ts";
+import { decodeWithSchema, validateWithSchema } from "./schema_validation.ts";
 
 const GENERATE_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789";
 const MAX_GENERATE_NAME_PREFIX = 58;
@@ -132,6 +133,8 @@ export class ObjectStore {
   seed(type: ResourceType<KubeObject>, obj: JsonObject, described: string): void {
     obj.apiVersion = type.apiVersion;
     obj.kind = type.kind;
+    // Pruned and defaulted as the API server decodes what it reads from storage; not validated.
+    this.#decode(type, obj);
     const meta = metadataOf(obj);
     const name = typeof meta.name === "string" ? meta.name : undefined;
     if (!name) throw new Error(`initial object ${described}: metadata.name is required`);
@@ -154,6 +157,24 @@ export class ObjectStore {
     if (gvkKey(type) === CRD_KEY) this.#kinds.serve(obj);
   }
 
+  /** Prunes and defaults a custom resource by its schema, as the API server decodes a body. */
+  #decode(type: ResourceType<KubeObject>, obj: JsonObject): void {
+    const schema = this.#kinds.schema(type);
+    if (schema) decodeWithSchema(obj, schema);
+  }
+
+  /** What the schema of a custom kind finds wrong with `obj` (only `status` for its subresource). */
+  #schemaCauses(
+    type: ResourceType<KubeObject>,
+    obj: JsonObject,
+    before: JsonObject | undefined,
+    subresource: string,
+  ) {
+    const schema = this.#kinds.schema(type);
+    if (!schema) return [];
+    return validateWithSchema(schema, obj, before, subresource === "status" ? "status" : undefined);
+  }
+
   /** Creates `obj` (a copy the store may keep), owned by `manager`; answers with a copy. */
   create(
     type: ResourceType<KubeObject>,
@@ -165,6 +186,8 @@ export class ObjectStore {
   ): JsonObject {
     obj.apiVersion = type.apiVersion;
     obj.kind = type.kind;
+    this.#decode(type, obj);
+    if (hasStatus(type)) delete obj.status;
     const meta = metadataOf(obj);
     if (meta.resourceVersion) {
       throw apiError(
@@ -201,6 +224,7 @@ export class ObjectStore {
     const causes = [
       ...nameProblems(type, name).map((problem) => invalidValue("metadata.name", name, problem)),
       ...labelCauses(meta.labels),
+      ...this.#schemaCauses(type, obj, undefined, ""),
     ];
     if (causes.length > 0) throw invalid(subject, name, causes, where);
     const key = this.key(type, stringAt(meta, "namespace"), name);
@@ -212,7 +236,6 @@ export class ObjectStore {
     meta.uid = crypto.randomUUID();
     meta.creationTimestamp = this.#now();
     if (generationInput(type)) meta.generation = 1;
-    if (hasStatus(type)) delete obj.status;
     normalize(type, obj, undefined, () => this.#now());
     if (dryRun) return jsonClone(obj);
 
@@ -261,6 +284,8 @@ export class ObjectStore {
       else next.status = jsonClone(before.status);
     }
     normalize(type, next, before, () => this.#now());
+    // Before the generation is counted: a dropped field that is defaulted again is no change.
+    this.#decode(type, next);
     const input = generationInput(type);
     if (input && !jsonEqual(input(before), input(next))) {
       meta.generation = (typeof beforeMeta.generation === "number" ? beforeMeta.generation : 0) + 1;
@@ -318,7 +343,10 @@ export class ObjectStore {
     const before = entry.object;
     const meta = metadataOf(next);
     const name = String(meta.name);
-    const causes = labelCauses(meta.labels);
+    const causes = [
+      ...labelCauses(meta.labels),
+      ...this.#schemaCauses(type, next, before, owner.subresource),
+    ];
     if (metadataOf(before).deletionTimestamp) {
       const had = new Set(stringsAt(metadataOf(before).finalizers));
       const added = stringsAt(meta.finalizers).filter((f) => !had.has(f));
@@ -349,7 +377,23 @@ export class ObjectStore {
       owner.applied ?? [],
     );
     entry.object = next;
+    if (gvkKey(type) === CRD_KEY) this.#reserve(next);
     return jsonClone(next);
+  }
+
+  /**
+   * Serves what an updated CRD now says, and decodes the stored objects of its kinds with the
+   * new schemas: the API server prunes and defaults what it reads, so they show new defaults
+   * at once (and keep their resourceVersion).
+   */
+  #reserve(crd: JsonObject): void {
+    this.#kinds.serve(crd);
+    for (const served of servedKinds(crd)) {
+      if (!served.schema) continue;
+      for (const stored of this.bucket(served.type).values()) {
+        decodeWithSchema(stored.object, served.schema);
+      }
+    }
   }
 
   /** Removes an object now; a CRD takes its kinds' objects with it. */
