@@ -117,13 +117,14 @@ async function current<T extends KubeObject>(
  * (keys in any order, an `undefined` field as absent, lists item by item in order), and sends an
  * `update` when they differ in anything — including a field the API server filled in (a default,
  * such as a container's `imagePullPolicy` or a Service's `clusterIP`) that `mutate` removed or
- * overwrote, or a list `mutate` rebuilt in another order.
- * Equal, it returns `"unchanged"` without a request. So a mutate that assigns a whole structure
- * the server defaults into (`spec`, a pod template, a Service's ports) updates on every call, and
- * each update's watch event brings the owner back for another reconcile: set only the fields you
- * own, one by one, and keep the rest as read. Server-side apply (`client.apply(obj,
- * { fieldManager, force: true })`) is the other way: the server merges the fields you send, keeps
- * its defaults, and writes nothing when nothing changed.
+ * overwrote, or a list `mutate` rebuilt in another order. Equal, it returns `"unchanged"` and
+ * sends no request. So a mutate that assigns a whole structure the server defaults into (`spec`,
+ * a pod template, a Service's ports) sends an update on every call; the server may find nothing
+ * to store once it has defaulted the object again, but the request, its admission and its
+ * webhooks run each time (and when the defaults differ, the update's watch event brings the owner
+ * back for another reconcile). Set only the fields you own, one by one, and keep the rest as
+ * read. Server-side apply (`client.apply(obj, { fieldManager, force: true })`) is the other way:
+ * the server merges the fields you send and keeps its defaults.
  *
  * `mutate` must not change the name or namespace. `obj` may be frozen (read from a cache); it is
  * never changed. Status changes are sent with the object, which kinds with a status subresource

@@ -68,6 +68,15 @@ async function reconciles(mgr: Manager): Promise<number> {
   return [...counted].reduce((sum, match) => sum + Number(match[1]), 0);
 }
 
+/** The requests the manager's client has sent that could write: POST, PUT, PATCH, DELETE. */
+async function writeRequests(mgr: Manager): Promise<number> {
+  const text = await (await fetch(`${mgr.metricsURL}/metrics`)).text();
+  const counted = text.matchAll(
+    /^rest_client_requests_total\{[^}]*method="(?:POST|PUT|PATCH|DELETE)"[^}]*\} (\d+)$/gm,
+  );
+  return [...counted].reduce((sum, match) => sum + Number(match[1]), 0);
+}
+
 describe("the tutorial's reconciler on a real API server", () => {
   const env = new Environment({ crds: [Website] });
   const stop = new AbortController();
@@ -143,6 +152,7 @@ describe("the tutorial's reconciler on a real API server", () => {
       const settled = await versions();
 
       let reconciled = 0;
+      const writesBefore = await writeRequests(mgr);
       for (let i = 1; i <= 5; i++) {
         const before = await reconciles(mgr);
         const site = await client.get(Website, key);
@@ -155,10 +165,13 @@ describe("the tutorial's reconciler on a real API server", () => {
       }
       const labels = (await client.get(Website, key)).metadata?.labels;
       assert.equal(labels?.revision, "5");
+      // Not even a request the API server would find changes nothing (an update, an apply).
+      const writes = await writeRequests(mgr) - writesBefore;
       console.log(
-        `5 label changes: ${reconciled} reconciles, Deployment and Service at resourceVersion ` +
-          `${settled.join(" and ")} throughout (0 writes)`,
+        `5 label changes: ${reconciled} reconciles, ${writes} write requests, Deployment and ` +
+          `Service at resourceVersion ${settled.join(" and ")} throughout`,
       );
+      assert.equal(writes, 0);
     },
   );
 });

@@ -1,8 +1,8 @@
 /**
  * What a Website owns: a Deployment of web servers and a Service in front of them. Each is
- * written with server-side apply: the operator sends only the fields it owns, the API server
- * merges them into the object and keeps every field it defaulted, and an apply that changes
- * nothing writes nothing.
+ * written with server-side apply: the operator sends only the fields it owns, and the API server
+ * merges them into the object and keeps every field it defaulted. When the cached child already
+ * has them all, nothing is sent.
  *
  * @module
  */
@@ -73,9 +73,23 @@ export function desiredService(site: DeepReadonly<Website>): Service {
   return setControllerReference(site as Website, service);
 }
 
+/** Whether `have` holds every field of `want` with the same value (lists item by item). */
+export function holds(have: unknown, want: unknown): boolean {
+  if (Array.isArray(want)) {
+    return Array.isArray(have) && have.length === want.length &&
+      want.every((item, i) => holds(have[i], item));
+  }
+  if (want !== null && typeof want === "object") {
+    if (have === null || typeof have !== "object") return false;
+    const fields = have as Record<string, unknown>;
+    return Object.entries(want).every(([key, value]) => holds(fields[key], value));
+  }
+  return have === want;
+}
+
 /**
- * Applies `child` as {@linkcode FIELD_MANAGER}, taking over fields another manager set, and
- * says what that did: the resourceVersion only moves when the API server wrote.
+ * Applies `child` as {@linkcode FIELD_MANAGER}, taking over fields another manager set, unless
+ * the child as cached already holds all of them: then it sends nothing. Says what it did.
  */
 export async function applyChild<T extends KubeObject>(
   client: ChildClient,
@@ -83,9 +97,8 @@ export async function applyChild<T extends KubeObject>(
   child: T,
 ): Promise<"created" | "updated" | "unchanged"> {
   const key = { namespace: child.metadata?.namespace, name: child.metadata!.name! };
-  const before = await client.get(type, key).catch(ignoreNotFound);
-  const after = await client.apply(child, { fieldManager: FIELD_MANAGER, force: true });
-  if (!before) return "created";
-  const same = after.metadata?.resourceVersion === before.metadata?.resourceVersion;
-  return same ? "unchanged" : "updated";
+  const current = await client.get(type, key).catch(ignoreNotFound);
+  if (current && holds(current, child)) return "unchanged";
+  await client.apply(child, { fieldManager: FIELD_MANAGER, force: true });
+  return current ? "updated" : "created";
 }
