@@ -7,6 +7,10 @@
  *   to this checkout through deno.json's `name` and `exports`.
  * - A ```ts block whose info string has `from=<path>` is an excerpt of that file: its lines must
  *   appear in it, in order and together. The file itself is type-checked (and run by the tests).
+ * - A block whose info string has `file=<path>` (any language) is a whole file of the project a
+ *   step-by-step page builds (docs/tutorial.md; tools/tutorial.ts follows it). The page names
+ *   the finished project's copy, `<!-- tutorial-project: <dir> -->`, and the last block for each
+ *   path must be that file of the copy, byte for byte; the copy's TypeScript is type-checked.
  * - A ```ts ignore block is skipped: it shows code that cannot compile yet (say, an API that is
  *   still to land) and says so in the prose around it.
  * - `--api` also builds the reference with `deno doc --html` into docs/api/ and checks that
@@ -89,6 +93,48 @@ function excerptSource(block: CodeBlock): string | undefined {
   return block.info.match(/(?:^|\s)from=(\S+)/)?.[1];
 }
 
+/** The `file=` path of a block, if any: the block is that whole file of a tutorial's project. */
+export function fileTarget(block: Pick<CodeBlock, "info">): string | undefined {
+  return block.info.match(/(?:^|\s)file=(\S+)/)?.[1];
+}
+
+/** The directory of the finished project's copy that a page names, if it names one. */
+export function tutorialProject(markdown: string): string | undefined {
+  return markdown.match(/<!--\s*tutorial-project:\s*(\S+)\s*-->/)?.[1];
+}
+
+/** Problems of a page's `file=` blocks: the last block for each path must be the copy's file. */
+function checkFileBlocks(
+  file: string,
+  markdown: string,
+  blocks: CodeBlock[],
+  sources: Set<string>,
+  root: string,
+): string[] {
+  const last = new Map<string, CodeBlock>();
+  for (const block of blocks) {
+    const path = fileTarget(block);
+    if (path !== undefined) last.set(path, block);
+  }
+  if (last.size === 0) return [];
+  const project = tutorialProject(markdown);
+  if (!project) {
+    return [`${file}: file= blocks need <!-- tutorial-project: <dir> --> naming the project`];
+  }
+  const problems: string[] = [];
+  for (const [path, block] of last) {
+    const copy = join(root, project, path);
+    if (!existsSync(copy)) {
+      problems.push(`${file}:${block.line}: ${project}/${path} does not exist`);
+    } else if (readFileSync(copy, "utf8") !== `${block.code}\n`) {
+      problems.push(
+        `${file}:${block.line}: the block is not ${project}/${path} (tools/tutorial.ts)`,
+      );
+    } else if (path.endsWith(".ts")) sources.add(join(project, path));
+  }
+  return problems;
+}
+
 /** Whether `excerpt`'s lines appear in `source`, together and in order (indentation kept). */
 export function isExcerpt(excerpt: string, source: string): boolean {
   const want = excerpt.replace(/\n+$/, "").split("\n");
@@ -108,7 +154,11 @@ export function checkCodeBlocks(files: string[], root = ROOT): string[] {
   const sources = new Set<string>();
   try {
     for (const file of files) {
-      for (const block of codeBlocks(file, readFileSync(join(root, file), "utf8"))) {
+      const markdown = readFileSync(join(root, file), "utf8");
+      const blocks = codeBlocks(file, markdown);
+      problems.push(...checkFileBlocks(file, markdown, blocks, sources, root));
+      for (const block of blocks) {
+        if (fileTarget(block) !== undefined) continue;
         if (!["ts", "typescript"].includes(block.lang)) continue;
         if (/(^|\s)ignore(\s|$)/.test(block.info)) continue;
         const from = excerptSource(block);

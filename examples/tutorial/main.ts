@@ -1,6 +1,11 @@
 /**
- * The tutorial's operator (docs/tutorial.md): the Website controller in a Manager. Run it with a
- * kubeconfig and LEADER_ELECTION_NAMESPACE set, or with `rudder dev`, which does both.
+ * The website-operator operator's entry point. In a cluster the Deployment of `rudder manifests`
+ * sets its environment: LEADER_ELECTION_NAMESPACE (the pod's namespace), METRICS_BIND_ADDRESS
+ * and HEALTH_PROBE_BIND_ADDRESS. Metrics are served over HTTPS to scrapers the API server
+ * authenticates and authorises (bind the `website-operator-metrics-reader` ClusterRole);
+ * METRICS_SERVING=insecure-http serves plain HTTP to anyone instead, for local development.
+ * Outside a cluster it uses your kubeconfig and needs LEADER_ELECTION_NAMESPACE set (`rudder dev`
+ * does all of this for you). LOG_FORMAT=dev prints readable lines instead of JSON.
  *
  * @module
  */
@@ -9,26 +14,41 @@ import process from "node:process";
 import { configureLogging, Manager, type ManagerOptions } from "@rudder/operator";
 import { LeaderElectionLostError } from "@rudder/operator/leaderelection";
 import { describeError } from "@rudder/operator/manager";
+import { webhookCertificatesFromEnv } from "@rudder/operator/webhook";
 import { setupWebsiteController } from "./controllers/website_controller.ts";
+import { setupWebsiteWebhook } from "./webhooks/website_webhook.ts";
+// +rudder:scaffold:imports
 
-/** Registers the controllers and checks with `mgr` (`rudder manifests` calls it too). */
-export function setup(mgr: Manager): void {
+/**
+ * Registers this operator's controllers, webhooks and checks with `mgr`. `rudder manifests` calls it
+ * with a manager that never starts, to learn what the controllers watch (their RBAC).
+ */
+export function setup(mgr: Manager, options: { webhooks?: boolean } = {}): void {
   mgr.addHealthzCheck("ping", () => {});
   setupWebsiteController(mgr);
+  // +rudder:scaffold:controllers
+  if (options.webhooks ?? true) setupWebsiteWebhook(mgr);
+  // +rudder:scaffold:webhooks
 }
 
-/** The operator's manager, configured from the environment. */
+/** The operator's manager, configured from the environment, with its controllers. */
 export function createManager(overrides: Partial<ManagerOptions> = {}): Manager {
+  const webhooks = process.env.ENABLE_WEBHOOKS === "true";
   const mgr = new Manager({
-    metricsBindAddress: process.env.METRICS_BIND_ADDRESS ?? ":8080",
+    // Without cert-manager, the operator provisions its webhook certificate (WEBHOOK_CERT_*).
+    ...(webhooks ? { webhookCertificates: webhookCertificatesFromEnv(process.env) } : {}),
+    metricsBindAddress: process.env.METRICS_BIND_ADDRESS ?? ":8443",
+    // Plain HTTP only when asked for in so many words; anything else serves HTTPS.
+    metricsServing: process.env.METRICS_SERVING === "insecure-http" ? "insecure-http" : "secure",
     healthProbeBindAddress: process.env.HEALTH_PROBE_BIND_ADDRESS ?? ":8081",
     leaderElection: true,
     leaderElectionID: "website-operator-leader",
     leaderElectionNamespace: process.env.LEADER_ELECTION_NAMESPACE,
+    // The process exits right after a graceful stop, so the next replica may lead at once.
     leaderElectionReleaseOnCancel: true,
     ...overrides,
   });
-  setup(mgr);
+  setup(mgr, { webhooks });
   return mgr;
 }
 
@@ -38,7 +58,7 @@ if (import.meta.main) {
       dev: process.env.LOG_FORMAT === "dev",
       categories: [["website-operator"]],
     });
-    await createManager().start(); // until SIGTERM or SIGINT
+    await createManager().start(); // until SIGTERM or SIGINT, then a graceful stop
   } catch (err) {
     // One line that names the problem: no stack trace, no page of bundled source.
     console.error(

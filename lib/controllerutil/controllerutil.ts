@@ -108,17 +108,28 @@ async function current<T extends KubeObject>(
 /**
  * Creates or updates `obj` in the cluster so that it is what `mutate` makes of it, like
  * controller-runtime's `controllerutil.CreateOrUpdate`. The object is read by its kind,
- * namespace and name. When it does not exist, `mutate` is applied to a copy of `obj` and the
- * result is created. When it exists, `mutate` is applied to a mutable copy of the object as
- * read (the other fields of `obj` are not used, so `mutate` must set everything it wants), and
- * the result is written with `update` only if it differs from what was read.
+ * namespace and name (through `client`, so from the cache with the manager's client). When it
+ * does not exist, `mutate` is applied to a copy of `obj` and the result is created. When it
+ * exists, `mutate` is applied to a mutable copy of the object as read (the other fields of `obj`
+ * are not used, so `mutate` must set everything it wants).
+ *
+ * When it writes: it compares the object as read with the object after `mutate`, structurally
+ * (keys in any order, an `undefined` field as absent, lists item by item in order), and sends an
+ * `update` when they differ in anything — including a field the API server filled in (a default,
+ * such as a container's `imagePullPolicy` or a Service's `clusterIP`) that `mutate` removed or
+ * overwrote, or a list `mutate` rebuilt in another order. Equal, it returns `"unchanged"` and
+ * sends no request. So a mutate that assigns a whole structure the server defaults into (`spec`,
+ * a pod template, a Service's ports) sends an update on every call; the server may find nothing
+ * to store once it has defaulted the object again, but the request, its admission and its
+ * webhooks run each time (and when the defaults differ, the update's watch event brings the owner
+ * back for another reconcile). Set only the fields you own, one by one, and keep the rest as
+ * read. Server-side apply (`client.apply(obj, { fieldManager, force: true })`) is the other way:
+ * the server merges the fields you send and keeps its defaults.
  *
  * `mutate` must not change the name or namespace. `obj` may be frozen (read from a cache); it is
- * never changed. The comparison is structural, so a mutate that replaces a whole field the API
- * server fills with defaults (e.g. `spec`) updates every time: set the fields you own instead.
- * Status changes are sent with the object, which kinds with a status subresource ignore: use
- * {@linkcode createOrPatch} for those. An update can fail with a Conflict when the object read was
- * stale: return the error from the reconciler, and the request is retried.
+ * never changed. Status changes are sent with the object, which kinds with a status subresource
+ * ignore: use {@linkcode createOrPatch} for those. An update can fail with a Conflict when the
+ * object read was stale: return the error from the reconciler, and the request is retried.
  *
  * @example
  * ```ts

@@ -1,6 +1,7 @@
 // The documentation is checked like code: every ```ts block of README.md and docs/ type-checks
-// (or is still an excerpt of the example it quotes), the API reference builds with no broken
-// link, and README's first lines tell a user how to install Rudder.
+// (or is still an excerpt of the example it quotes, or the tutorial project's file it writes),
+// the API reference builds with no broken link, and README's first lines tell a user how to
+// install Rudder.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -14,7 +15,9 @@ import {
   isExcerpt,
   markdownFiles,
   ROOT,
+  tutorialProject,
 } from "../../tools/check_docs.ts";
+import { TUTORIAL, tutorialActions } from "../../tools/tutorial.ts";
 
 const T = { timeout: 10_000 };
 const read = (path: string) => readFileSync(join(ROOT, path), "utf8");
@@ -94,6 +97,64 @@ describe("the documentation", () => {
         JSON.parse(read("package.json")).exports,
         JSON.parse(read("deno.json")).exports,
       );
+    },
+  );
+});
+
+describe("tools/tutorial.ts", () => {
+  const page = (body: string) => `<!-- tutorial-project: examples/x -->\n${body}`;
+  const init = "```sh init\nrudder init demo \\\n  --kind Site # the scaffold\ncd demo\n```\n";
+
+  it("reads init, whole-file blocks and CLI commands, in order", T, () => {
+    const actions = tutorialActions(page(
+      `${init}\n**\`api/site.ts\`**\n\n\`\`\`ts file=api/site.ts\nexport {};\n\`\`\`\n\n` +
+        "```sh run\ndeno task rudder create webhook --kind Site\ndeno task manifests\n```\n\n" +
+        "```sh\ndeno task test\n```\n",
+    ));
+    assert.deepEqual(actions.map(({ line: _, ...action }) => action), [
+      { kind: "init", args: ["init", "demo", "--kind", "Site"] },
+      { kind: "write", path: "api/site.ts", content: "export {};\n" },
+      { kind: "rudder", args: ["create", "webhook", "--kind", "Site"] },
+      { kind: "rudder", args: ["manifests"] },
+    ]);
+  });
+
+  it(
+    "refuses a command it cannot run, and a file block whose file the prose does not name",
+    T,
+    () => {
+      assert.throws(() => tutorialActions(page(`${init}\n\`\`\`sh run\nnpm install\n\`\`\`\n`)), {
+        message: /cannot run "npm install"/,
+      });
+      assert.throws(
+        () =>
+          tutorialActions(page(`${init}\nWrite this:\n\n\`\`\`ts file=a.ts\nexport {};\n\`\`\`\n`)),
+        { message: /must name `a.ts`/ },
+      );
+    },
+  );
+
+  it(
+    "follows docs/tutorial.md from rudder init, and its file blocks are examples/tutorial's",
+    T,
+    () => {
+      const markdown = read(TUTORIAL);
+      const actions = tutorialActions(markdown);
+      assert.deepEqual(actions[0].kind === "init" && actions[0].args.slice(0, 2), [
+        "init",
+        "website-operator",
+      ]);
+      assert.equal(tutorialProject(markdown), "examples/tutorial");
+      const written = new Map<string, string>();
+      for (const action of actions) {
+        if (action.kind === "write") {
+          written.set(action.path, action.content);
+        }
+      }
+      assert.ok(written.has("controllers/website_controller.ts"));
+      for (const [path, content] of written) {
+        assert.equal(content, read(`examples/tutorial/${path}`), path);
+      }
     },
   );
 });

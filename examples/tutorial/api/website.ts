@@ -1,6 +1,7 @@
 /**
- * The Website custom resource of the tutorial (docs/tutorial.md): a static site served by a
- * Deployment of web servers, whose content comes from a ConfigMap the user manages.
+ * The Website custom resource: a static site, served by a Deployment of web servers, whose
+ * files come from a ConfigMap the user manages. One zod schema gives the TypeScript type, the
+ * validator and the CRD.
  *
  * @module
  */
@@ -16,7 +17,7 @@ export const Website = defineResource({
   scope: "Namespaced",
   spec: z.object({
     image: z.string().default("nginx:1.27").describe("The web server's image."),
-    replicas: z.number().int().min(0).default(1),
+    replicas: z.number().int().min(0).default(1).describe("How many web servers run."),
     contentFrom: z.string().min(1).describe("A ConfigMap in the same namespace: the site's files."),
   }),
   status: z.object({

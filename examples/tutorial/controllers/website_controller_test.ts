@@ -1,13 +1,23 @@
-// The Website controller's tests (docs/tutorial.md, step 7): the reconciler alone against
-// FakeClient, then the whole operator against a real control plane started by Environment.
+// The Website controller, tested two ways: its reconciler against FakeClient (in memory, no
+// cluster), and the whole operator against a real local control plane (etcd + kube-apiserver,
+// started by Environment). Every hook and test states its timeout: a control plane can take a
+// minute to start on a busy machine.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { type Client, ConfigMap, Deployment, newClient, Service } from "@rudder/operator";
+import {
+  type Client,
+  ConfigMap,
+  Deployment,
+  isNotFound,
+  newClient,
+  Service,
+} from "@rudder/operator";
 import type { Logger } from "@rudder/operator/manager";
 import { Environment, FakeClient } from "@rudder/operator/testing";
 import { Website } from "../api/website.ts";
 import { createManager } from "../main.ts";
-import { DIRECTORY, FINALIZER, WebsiteReconciler } from "./website_controller.ts";
+import { DIRECTORY, FINALIZER } from "./directory.ts";
+import { WebsiteReconciler } from "./website_controller.ts";
 
 const quiet: Logger = {
   debug: () => {},
@@ -40,10 +50,15 @@ const content = (name: string, html: string): ConfigMap => ({
   data: { "index.html": html },
 });
 
+/** Milliseconds for starting the control plane: Environment gives up after 2 min itself. */
+const START_TIMEOUT = 180_000;
+/** Milliseconds for a test on the control plane, or for stopping it. */
+const TEST_TIMEOUT = 60_000;
+
 describe("WebsiteReconciler with FakeClient", () => {
   it(
     "adds its finalizer, then creates the Deployment and Service it owns",
-    { timeout: 10_000 },
+    { timeout: TEST_TIMEOUT },
     async () => {
       const key = { namespace: "default", name: "blog" };
       const client = new FakeClient({ types: [Website] });
@@ -64,10 +79,15 @@ describe("WebsiteReconciler with FakeClient", () => {
         c.type === "Ready"
       );
       assert.equal(ready?.reason, "Progressing"); // no pods run in a fake
+
+      // Nothing changed, so a third pass writes nothing.
+      await reconciler.reconcile(key, ctx);
+      const again = await client.get(Deployment, key);
+      assert.equal(again.metadata?.resourceVersion, deployment.metadata?.resourceVersion);
     },
   );
 
-  it("reports missing content in its Ready condition", { timeout: 10_000 }, async () => {
+  it("reports missing content in its Ready condition", { timeout: TEST_TIMEOUT }, async () => {
     const key = { namespace: "default", name: "empty" };
     const client = new FakeClient({ types: [Website], objects: [site("empty", "nothing")] });
     const reconciler = new WebsiteReconciler(client);
@@ -97,7 +117,7 @@ describe("the website operator on a local control plane", () => {
       leaderElection: false,
     });
     running = mgr.start(stop.signal);
-  }, { timeout: 120_000 });
+  }, { timeout: START_TIMEOUT });
 
   after(async () => {
     stop.abort();
@@ -106,10 +126,10 @@ describe("the website operator on a local control plane", () => {
     } finally {
       await env.stop();
     }
-  }, { timeout: 60_000 });
+  }, { timeout: TEST_TIMEOUT });
 
   it("rolls out a Website when its content appears, and lists it in the directory", {
-    timeout: 60_000,
+    timeout: TEST_TIMEOUT,
   }, async () => {
     const key = { namespace: "default", name: "docs" };
     await client.create(site("docs", "docs-html"));
@@ -130,14 +150,10 @@ describe("the website operator on a local control plane", () => {
 
     // Deleting waits for the finalizer, which removes the directory entry.
     await client.delete(await client.get(Website, key));
-    await eventually("the Website is gone", async () => {
-      try {
-        await client.get(Website, key);
-        return false;
-      } catch {
-        return true;
-      }
-    });
+    await eventually(
+      "the Website is gone",
+      () => client.get(Website, key).then(() => false, isNotFound),
+    );
     assert.equal((await directory()).data?.docs, undefined);
   });
 });

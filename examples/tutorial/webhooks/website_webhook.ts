@@ -1,8 +1,8 @@
 /**
- * The Website webhooks of the tutorial (docs/tutorial.md, step 7): a defaulter that labels each
- * Website with the name of its content ConfigMap (so `kubectl get websites -l` finds the sites of
- * a ConfigMap), and a validator that refuses content the schema cannot judge: the shared site
- * directory, which the operator itself writes.
+ * The Website webhooks: a defaulter that labels each Website with the name of its content
+ * ConfigMap (so `kubectl get websites -l` finds the sites of a ConfigMap), and a validator that
+ * refuses content the schema cannot judge: the shared site directory, which the operator itself
+ * writes. The API server calls them before it stores a Website.
  *
  * @module
  */
@@ -10,7 +10,7 @@
 import type { Manager } from "@rudder/operator";
 import { AdmissionDeniedError, newWebhookManagedBy } from "@rudder/operator/webhook";
 import { Website } from "../api/website.ts";
-import { DIRECTORY } from "../controllers/website_controller.ts";
+import { DIRECTORY } from "../controllers/directory.ts";
 
 /** The label the defaulter sets to the name of a Website's content ConfigMap. */
 export const CONTENT_LABEL = "tutorial.rudder.dev/content";

@@ -1,10 +1,10 @@
-// The Website webhooks (docs/tutorial.md, step 7), tested as plain functions: the defaulter and
-// the validator need no server. (The webhook machinery itself is tested against the real API
-// server in Rudder's own suite.)
+// The Website webhooks, tested as plain functions: the defaulter and the validator need no
+// server. (The manager serves them, and `rudder manifests` writes the configurations that send
+// the API server's admission requests there.)
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { Website } from "../api/website.ts";
-import { DIRECTORY } from "../controllers/website_controller.ts";
+import { DIRECTORY } from "../controllers/directory.ts";
 import { CONTENT_LABEL, defaultWebsite, validateWebsite } from "./website_webhook.ts";
 
 function site(contentFrom: string, replicas = 2): Website {
