@@ -114,6 +114,23 @@ function reasonForCode(code: number): StatusReason {
   }
 }
 
+/**
+ * For a 403 whose message names what was denied (`cannot list resource "configmaps" in API group
+ * "" in the namespace "team-a"`): the rule that is missing and where Rudder's RBAC comes from.
+ */
+function rbacHint(message: string | undefined): string {
+  const denied = message?.match(
+    /cannot (\S+) resource "([^"]+)" in API group "([^"]*)"(?: in the namespace "([^"]+)")?/,
+  );
+  if (!denied) return "";
+  const [, verb, resource, group, namespace] = denied;
+  const where = namespace ? ` in the namespace ${namespace}` : " cluster-wide";
+  return `; the RBAC rule missing is apiGroups: ["${group}"], resources: ["${resource}"], ` +
+    `verbs: ["${verb}"]${where}. rudder manifests derives the operator's roles from what its ` +
+    "controllers declare (for, owns, watches) and rudder.json's extra rules: declare the kind " +
+    "there, run rudder manifests and apply config/rbac";
+}
+
 /** Options of {@linkcode ApiError}: where the failed request went. */
 export interface ApiErrorOptions {
   /** HTTP method of the failed request. */
@@ -160,7 +177,7 @@ export class ApiError extends Error {
   constructor(status: Status, options: ApiErrorOptions = {}) {
     const code = status.code ?? 500;
     const reason = status.reason || reasonForCode(code);
-    const text = status.message || reason;
+    const text = (status.message || reason) + (code === 403 ? rbacHint(status.message) : "");
     const where = options.method && options.path ? `${options.method} ${options.path}: ` : "";
     super(`${where}${text} (${code} ${reason})`, { cause: options.cause });
     this.name = "ApiError";

@@ -73,6 +73,31 @@ describe("ApiError", () => {
     },
   );
 
+  it("names the missing RBAC rule of a 403, and where Rudder's roles come from", TIMEOUT, () => {
+    const namespaced = new ApiError({
+      code: 403,
+      reason: "Forbidden",
+      message: 'configmaps is forbidden: User "system:serviceaccount:ops:op" cannot list ' +
+        'resource "configmaps" in API group "" in the namespace "team-a"',
+    }, { method: "GET", path: "/api/v1/namespaces/team-a/configmaps" });
+    assert.match(
+      namespaced.message,
+      /the RBAC rule missing is apiGroups: \[""\], resources: \["configmaps"\], verbs: \["list"\] in the namespace team-a\. rudder manifests derives/,
+    );
+    const cluster = new ApiError({
+      code: 403,
+      reason: "Forbidden",
+      message: 'deployments.apps "x" is forbidden: User "u" cannot patch resource ' +
+        '"deployments/status" in API group "apps" at the cluster scope',
+    });
+    assert.match(
+      cluster.message,
+      /apiGroups: \["apps"\], resources: \["deployments\/status"\], verbs: \["patch"\] cluster-wide/,
+    );
+    // A 403 that does not say what was denied (a webhook's, a proxy's) is left as it is.
+    assert.equal(new ApiError({ code: 403, message: "no" }).message, "no (403 Forbidden)");
+  });
+
   it("answers each predicate for its reason only", TIMEOUT, () => {
     const cases: [number, string, (e: unknown) => boolean][] = [
       [404, "NotFound", isNotFound],
