@@ -10,9 +10,11 @@
  * - Every write carries the resourceVersion last read, so two candidates cannot both win: the
  *   slower one gets a Conflict.
  * - The leader renews every `retryPeriod`. When it has not renewed for `renewDeadline` (API
- *   errors, a partition), or when it finds the Lease held by another, it stops leading and
- *   {@linkcode LeaderElector.run} rejects with a {@linkcode LeaderElectionLostError}. Since
- *   `renewDeadline < leaseDuration`, it stops before any other replica may take over.
+ *   errors, a partition), counted from when its last successful write was sent (not from the
+ *   start of an attempt that waited out an outage), or when it finds the Lease held by another,
+ *   it stops leading and {@linkcode LeaderElector.run} rejects with a
+ *   {@linkcode LeaderElectionLostError}. Others see the write land no earlier than it was sent,
+ *   and `renewDeadline < leaseDuration`, so it stops before any other replica may take over.
  * - On a graceful stop with `releaseOnCancel`, the leader empties the holder (and sets
  *   `leaseDurationSeconds` to 1, as client-go does), so the next replica takes over at its next
  *   attempt instead of waiting for the Lease to expire.
