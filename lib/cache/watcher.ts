@@ -827,11 +827,11 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
   /**
    * The Unreachable transition's check: asks the server for its current resourceVersion (a
    * list of one item) and tells whether it is older than the one the watches resume from, so
-   * that they can never see an event. A failure to ask is thrown, and handled as the watch's.
+   * that they can never see an event. A failure to ask is thrown, and handled as the watch's;
+   * the check is then made again before the next watch.
    */
   async #resourceVersionUnreachable(): Promise<boolean> {
     const { at, ends, ms } = this.#silence;
-    this.#silence = { at: undefined, ends: 0, ms: 0 };
     const page = this.#parsePage(
       await this.#rest.requestText({
         path: this.#path(),
@@ -841,6 +841,8 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
       }),
     );
     const current = page.metadata?.resourceVersion;
+    // Checked: the next check waits for as much silence again.
+    this.#silence = { at: undefined, ends: 0, ms: 0 };
     if (!isOlderResourceVersion(current, at)) {
       logger.debug(
         "The watch of {informer} was silent at resourceVersion {rv}; the server is at {current}",
