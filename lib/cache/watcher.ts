@@ -6,7 +6,9 @@
  *
  * ```
  *              relist: 410 Gone, 504 ResourceVersionTooLarge, the same
- *           ┌─ refusal (4xx, malformed event) twice at one resourceVersion ─┐
+ *           ┌─ refusal (4xx, malformed event) twice at one resourceVersion, ┐
+ *           │  Unreachable: silent watches at a resourceVersion the server  │
+ *           │  has not reached (its own is older)                           │
  *           ▼                                                               │
  *   ┌──► Listing ─── Init, InitApply…, InitDone ─────────────────────► Watching ─► Apply, Delete
  *   │       │   (paged list; a streaming list when asked)                │   ▲
@@ -20,6 +22,15 @@
  *
  * Events, named as kube-rs names them: `Init` (a list starts), `InitApply` (one object of it),
  * `InitDone` (the list is complete: swap it in), `Apply` (added or modified), `Delete`.
+ *
+ * Unreachable: an API server asked to watch from a resourceVersion it has not reached (after an
+ * etcd restore, or a bad bookmark) may hold the watch open with no event, no bookmark and no 504,
+ * and the watch would be resumed there for ever. A healthy watch is never silent that long: the
+ * watcher asks for bookmarks, which the API server sends about every minute and just before its
+ * timeout. So after three watches at one resourceVersion ended (idle deadline or the server's
+ * timeout) without anything, or after 75 s of such silence, the watcher asks the server for its
+ * current resourceVersion (a list of one item) and relists only when that is older than the one
+ * it resumes from. A quiet server without bookmarks costs that small list, never a relist.
  *
  * @module
  */
@@ -132,6 +143,10 @@ const HEALTHY_RESET_MS = 2 * 60 * 1000;
 const SHORT_WATCH_MS = 1000;
 /** Refusals of a watch at one resourceVersion after which the watcher relists. */
 const REFUSALS_BEFORE_RELIST = 2;
+/** Watches at one resourceVersion that ended without any event or bookmark before a check. */
+const SILENT_ENDS_BEFORE_CHECK = 3;
+/** Silence at one resourceVersion, across watches, before a check: above the bookmark period. */
+const SILENCE_BEFORE_CHECK_MS = 75_000;
 const INITIAL_EVENTS_END = "k8s.io/initial-events-end";
 const METADATA_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
 const METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
@@ -353,6 +368,12 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
   /** Consecutive refusals of the watch at #refusedAt. */
   #refusals = 0;
   #refusedAt: string | undefined;
+  /** Consecutive watches at `at` that ended with nothing at all, and how long they lasted. */
+  #silence: { at: string | undefined; ends: number; ms: number } = {
+    at: undefined,
+    ends: 0,
+    ms: 0,
+  };
 
   constructor(rest: RestClient, type: ResourceType<T>, options: WatcherOptions) {
     this.#rest = rest;
@@ -396,6 +417,10 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
               break;
             }
             case "Watching": {
+              if (!open && this.#silentTooLong() && await this.#resourceVersionUnreachable()) {
+                state = "Listing";
+                break;
+              }
               const started = Date.now();
               const connection = open;
               open = undefined;
@@ -610,6 +635,7 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
           const metadata = event.object.metadata;
           if (metadata?.annotations?.[INITIAL_EVENTS_END] === "true") {
             this.#status.resourceVersion = metadata.resourceVersion;
+            this.#silence = { at: undefined, ends: 0, ms: 0 };
             // The same connection goes on as the watch.
             this.#status.state = "Watching";
             this.#healthy();
@@ -674,6 +700,7 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
       next?.abort();
     }
     this.#status.resourceVersion = resourceVersion;
+    this.#silence = { at: undefined, ends: 0, ms: 0 };
     this.#status.lastEventTime = Date.now();
     // Whoever waits for the list may look at once: the watch is what comes next.
     this.#status.state = "Watching";
@@ -726,15 +753,24 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
         this.#watchTimeoutSeconds(),
       );
     let delivered = false;
+    const at = this.#status.resourceVersion;
+    const started = Date.now();
+    /** Set when the watch ended by the server's timeout or the idle deadline. */
+    let quietEnd = false;
     try {
       for (;;) {
         let next: IteratorResult<WatchEvent<T>, void>;
         try {
           next = await connection.events.next();
         } catch (err) {
-          throw connection.explain(err);
+          const explained = connection.explain(err);
+          quietEnd = explained instanceof IdleWatchError;
+          throw explained;
         }
-        if (next.done) return delivered;
+        if (next.done) {
+          quietEnd = true;
+          return delivered;
+        }
         const event = next.value;
         connection.idle.touch(this.#status.lastEventTime = Date.now());
         if (event.type === "ERROR") throw this.#errorEvent(event.object);
@@ -767,11 +803,61 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
         if (!delivered) {
           delivered = true;
           this.#healthy();
+          this.#silence = { at: undefined, ends: 0, ms: 0 };
         }
       }
     } finally {
       connection.close();
+      if (quietEnd && !delivered) this.#silentEnd(at, Date.now() - started);
     }
+  }
+
+  /** A watch at `at` ended after `ms` with nothing at all: not even a bookmark. */
+  #silentEnd(at: string | undefined, ms: number): void {
+    const silence = this.#silence;
+    this.#silence = silence.at === at && silence.ends > 0
+      ? { at, ends: silence.ends + 1, ms: silence.ms + ms }
+      : { at, ends: 1, ms };
+  }
+
+  /** Whether the watches at the resume point have been silent long enough to check it. */
+  #silentTooLong(): boolean {
+    const silence = this.#silence;
+    return silence.at !== undefined && silence.at === this.#status.resourceVersion &&
+      (silence.ends >= SILENT_ENDS_BEFORE_CHECK || silence.ms >= SILENCE_BEFORE_CHECK_MS);
+  }
+
+  /**
+   * The Unreachable transition's check: asks the server for its current resourceVersion (a
+   * list of one item) and tells whether it is older than the one the watches resume from, so
+   * that they can never see an event. A failure to ask is thrown, and handled as the watch's;
+   * the check is then made again before the next watch.
+   */
+  async #resourceVersionUnreachable(): Promise<boolean> {
+    const { at, ends, ms } = this.#silence;
+    const page = this.#parsePage(
+      await this.#rest.requestText({
+        path: this.#path(),
+        accept: this.#options.metadataOnly ? METADATA_LIST_ACCEPT : "application/json",
+        query: { limit: 1 },
+        signal: this.#signal,
+      }),
+    );
+    const current = page.metadata?.resourceVersion;
+    // Checked: the next check waits for as much silence again.
+    this.#silence = { at: undefined, ends: 0, ms: 0 };
+    if (!isOlderResourceVersion(current, at)) {
+      logger.debug(
+        "The watch of {informer} was silent at resourceVersion {rv}; the server is at {current}",
+        { informer: this.#description, rv: at, current },
+      );
+      return false;
+    }
+    logger.warn(
+      "Relisting {informer}: its watches at resourceVersion {rv} were silent {ends} times ({seconds} s) and the server is only at {current}: it will never reach {rv} (an etcd restore, a bad bookmark)",
+      { informer: this.#description, rv: at, ends, seconds: Math.round(ms / 1000), current },
+    );
+    return true;
   }
 
   #errorEvent(status: Status): Error {

@@ -10,9 +10,11 @@
  * - Every write carries the resourceVersion last read, so two candidates cannot both win: the
  *   slower one gets a Conflict.
  * - The leader renews every `retryPeriod`. When it has not renewed for `renewDeadline` (API
- *   errors, a partition), or when it finds the Lease held by another, it stops leading and
- *   {@linkcode LeaderElector.run} rejects with a {@linkcode LeaderElectionLostError}. Since
- *   `renewDeadline < leaseDuration`, it stops before any other replica may take over.
+ *   errors, a partition), counted from when its last successful write was sent (not from the
+ *   start of an attempt that waited out an outage), or when it finds the Lease held by another,
+ *   it stops leading and {@linkcode LeaderElector.run} rejects with a
+ *   {@linkcode LeaderElectionLostError}. Others see the write land no earlier than it was sent,
+ *   and `renewDeadline < leaseDuration`, so it stops before any other replica may take over.
  * - On a graceful stop with `releaseOnCancel`, the leader empties the holder (and sets
  *   `leaseDurationSeconds` to 1, as client-go does), so the next replica takes over at its next
  *   attempt instead of waiting for the Lease to expire.
@@ -144,7 +146,7 @@ export class LeaderElectionLostError extends Error {
 
 /** What one renewal attempt came to. */
 type RenewOutcome =
-  | { kind: "renewed" }
+  | { kind: "renewed"; sentAt: number }
   | { kind: "superseded"; holder: string }
   | { kind: "failed"; error: unknown };
 
@@ -253,7 +255,12 @@ export class LeaderElector implements Runnable {
   /** The holder last passed to `onNewLeader` ("" for none). */
   #reportedLeader = "";
   #leading = false;
-  /** When the last successful acquisition or renewal started (clock time). */
+  /**
+   * When the write of the last successful acquisition or renewal was sent (clock time): the
+   * renew deadline counts from here. Not from the start of the attempt, whose reads may have
+   * waited out an outage; not from the answer either, since the others may have seen the
+   * write land as early as it was sent, and must not find us still leading at their expiry.
+   */
   #renewedAt = 0;
   #started = false;
   /** The last MicroTime written, in µs since the epoch: each write gets a later one. */
@@ -411,16 +418,15 @@ export class LeaderElector implements Runnable {
       if (signal.aborted) return false;
       // Each attempt is bounded, so that one hung request cannot stall the candidate.
       const attempt = deadlineSignal(this.#clock, this.#renewDeadline, signal);
-      const startedAt = this.#clock.now();
-      let won: boolean;
+      let wonAt: number | undefined;
       try {
-        won = await this.#tryAcquire(attempt.signal);
+        wonAt = await this.#tryAcquire(attempt.signal);
       } finally {
         attempt.dispose();
       }
       if (signal.aborted) {
         // Won just as the stop came: hand the Lease back rather than leave it to expire.
-        if (won && this.#releaseOnCancel) await this.#release();
+        if (wonAt !== undefined && this.#releaseOnCancel) await this.#release();
         return false;
       }
       if (attempt.expired()) {
@@ -430,8 +436,8 @@ export class LeaderElector implements Runnable {
           ...this.#props(),
           timeout: this.#renewDeadline,
         });
-      } else if (won) {
-        this.#renewedAt = startedAt;
+      } else if (wonAt !== undefined) {
+        this.#renewedAt = wonAt;
         return true;
       }
       this.#reportTransition();
@@ -440,22 +446,26 @@ export class LeaderElector implements Runnable {
     }
   }
 
-  /** One attempt: create the Lease, or take it when it is free, expired or already ours. */
-  async #tryAcquire(signal: AbortSignal): Promise<boolean> {
+  /**
+   * One attempt: create the Lease, or take it when it is free, expired or already ours.
+   * Returns when the winning write was sent, or `undefined` when the Lease was not won.
+   */
+  async #tryAcquire(signal: AbortSignal): Promise<number | undefined> {
     let current: Lease;
     try {
       current = await this.#get(signal);
     } catch (err) {
       if (!isNotFound(err)) {
         this.#logFailure("Cannot read leader lease {lease}: {error}", err, signal);
-        return false;
+        return undefined;
       }
       try {
+        const sentAt = this.#clock.now();
         this.#observe(await this.#create(signal));
-        return true;
+        return sentAt;
       } catch (err) {
         this.#logFailure("Cannot create leader lease {lease}: {error}", err, signal);
-        return false;
+        return undefined;
       }
     }
     this.#observe(current);
@@ -466,7 +476,7 @@ export class LeaderElector implements Runnable {
         ...this.#props(),
         holder,
       });
-      return false;
+      return undefined;
     }
     // Our own identity in the record (a restart with a fixed identity) is no transition.
     const ours = holder === this.identity;
@@ -483,6 +493,7 @@ export class LeaderElector implements Runnable {
       },
     };
     try {
+      const sentAt = this.#clock.now();
       this.#observe(await this.#update(next, signal));
       if (!ours) {
         logger.info("Took over leader lease {lease} from {holder}", {
@@ -490,7 +501,7 @@ export class LeaderElector implements Runnable {
           holder: holder || "(nobody)",
         });
       }
-      return true;
+      return sentAt;
     } catch (err) {
       // A Conflict is another candidate winning the race: expected, not worth a warning.
       if (isConflict(err)) {
@@ -498,7 +509,7 @@ export class LeaderElector implements Runnable {
       } else {
         this.#logFailure("Cannot take leader lease {lease}: {error}", err, signal);
       }
-      return false;
+      return undefined;
     }
   }
 
@@ -548,13 +559,12 @@ export class LeaderElector implements Runnable {
             lastError === undefined ? undefined : { cause: lastError },
           );
         }
-        const startedAt = this.#clock.now();
         const outcome = await this.#tryRenew(deadline.signal);
         this.#reportTransition();
         if (signal.aborted) return undefined;
         if (outcome.kind === "failed") lastError = outcome.error;
         if (outcome.kind === "renewed" && !expired()) {
-          this.#renewedAt = startedAt;
+          this.#renewedAt = outcome.sentAt;
           logger.debug("Renewed leader lease {lease}", this.#props());
           return "renewed";
         }
@@ -585,8 +595,9 @@ export class LeaderElector implements Runnable {
   async #tryRenew(signal: AbortSignal): Promise<RenewOutcome> {
     if (this.#lease) {
       try {
+        const sentAt = this.#clock.now();
         this.#observe(await this.#update(this.#renewed(this.#lease), signal));
-        return { kind: "renewed" };
+        return { kind: "renewed", sentAt };
       } catch (err) {
         if (signal.aborted) return { kind: "failed", error: err };
         // A Conflict: someone else wrote it; read it to see who holds it now.
@@ -603,8 +614,9 @@ export class LeaderElector implements Runnable {
       if (!isNotFound(err)) return { kind: "failed", error: err };
       // Deleted under us: recreating it is safe, since a create fails if another did first.
       try {
+        const sentAt = this.#clock.now();
         this.#observe(await this.#create(signal));
-        return { kind: "renewed" };
+        return { kind: "renewed", sentAt };
       } catch (err) {
         return { kind: "failed", error: err };
       }
@@ -613,8 +625,9 @@ export class LeaderElector implements Runnable {
     const holder = current.spec?.holderIdentity ?? "";
     if (holder !== this.identity) return { kind: "superseded", holder };
     try {
+      const sentAt = this.#clock.now();
       this.#observe(await this.#update(this.#renewed(current), signal));
-      return { kind: "renewed" };
+      return { kind: "renewed", sentAt };
     } catch (err) {
       return { kind: "failed", error: err };
     }

@@ -54,6 +54,12 @@ export class FakeWatchServer {
   afterInject: AfterInject = "continue";
   /** How many watches have received injected lines. */
   injections = 0;
+  /**
+   * Hold a watch from a resourceVersion newer than the server's open, sending nothing (not even
+   * bookmarks) until the server gets there, as kube-apiserver's watch cache does, instead of
+   * answering 504 ResourceVersionTooLarge.
+   */
+  holdFutureWatches = false;
   /** Refuse watches from a resourceVersion it cannot serve with an ERROR event, not a status. */
   refuseInStream = false;
   /** Answer every request with this status until cleared (a persistent refusal). */
@@ -111,6 +117,24 @@ export class FakeWatchServer {
   closeWatches(): void {
     for (const watch of this.#watches) watch.response.end();
     this.#watches.clear();
+  }
+
+  /**
+   * Sends a BOOKMARK at the server's resourceVersion to every open watch that has not asked for
+   * a newer one, as the API server does about once a minute to watches that allow bookmarks.
+   */
+  sendBookmarks(): void {
+    for (const watch of this.#watches) {
+      if (watch.stalled || watch.sentUpTo > this.#rv) continue;
+      const metadata = { resourceVersion: String(this.#rv) };
+      watch.response.write(
+        JSON.stringify({
+          type: "BOOKMARK",
+          object: { kind: "ConfigMap", apiVersion: "v1", metadata },
+        }) +
+          "\n",
+      );
+    }
   }
 
   /** Creates or replaces an object, recording the event and sending it to open watches. */
@@ -280,7 +304,7 @@ export class FakeWatchServer {
     let status: { code: number; [key: string]: unknown } | undefined;
     if (!/^\d+$/.test(from)) {
       status = { code: 400, reason: "BadRequest", message: `invalid resource version: ${from}` };
-    } else if (rv > this.#rv) {
+    } else if (rv > this.#rv && !this.holdFutureWatches) {
       status = {
         code: 504,
         reason: "Timeout",
