@@ -254,6 +254,8 @@ export class LeaderElector implements Runnable {
   #observed: { spec: LeaseSpec; at: number } | undefined;
   /** The holder last passed to `onNewLeader` ("" for none). */
   #reportedLeader = "";
+  /** The other holder this candidate last said it waits for. */
+  #waitingFor = "";
   #leading = false;
   /**
    * When the write of the last successful acquisition or renewal was sent (clock time): the
@@ -472,10 +474,18 @@ export class LeaderElector implements Runnable {
     const spec = current.spec ?? {};
     const holder = spec.holderIdentity ?? "";
     if (holder !== "" && holder !== this.identity && this.#observedValid()) {
-      logger.debug("Leader lease {lease} is held by {holder} and has not expired", {
-        ...this.#props(),
-        holder,
-      });
+      // Said once per holder at info (a start that waits should say why), then at trace.
+      const props = { ...this.#props(), holder, expiresInSeconds: this.#expiresInSeconds() };
+      if (holder !== this.#waitingFor) {
+        this.#waitingFor = holder;
+        logger.info(
+          "Leader lease {lease} is held by {holder}: waiting for it to be released or to expire " +
+            "(in {expiresInSeconds} s unless renewed)",
+          props,
+        );
+      } else {
+        logger.trace("Leader lease {lease} is still held by {holder}", props);
+      }
       return undefined;
     }
     // Our own identity in the record (a restart with a fixed identity) is no transition.
@@ -515,11 +525,20 @@ export class LeaderElector implements Runnable {
 
   /** Whether the Lease as last seen has not yet expired by the local clock. */
   #observedValid(): boolean {
-    if (!this.#observed) return false;
+    return this.#observedExpiry() > this.#clock.now();
+  }
+
+  /** When the observed record expires unless renewed (clock time); 0 before any. */
+  #observedExpiry(): number {
+    if (!this.#observed) return 0;
     const seconds = this.#observed.spec.leaseDurationSeconds;
     // The holder's own duration, as client-go; ours when the record has none.
     const duration = seconds && seconds > 0 ? seconds * 1000 : this.#leaseDuration;
-    return this.#observed.at + duration > this.#clock.now();
+    return this.#observed.at + duration;
+  }
+
+  #expiresInSeconds(): number {
+    return Math.max(0, Math.ceil((this.#observedExpiry() - this.#clock.now()) / 1000));
   }
 
   // -------------------------------------------------------------------------------------------
@@ -565,7 +584,8 @@ export class LeaderElector implements Runnable {
         if (outcome.kind === "failed") lastError = outcome.error;
         if (outcome.kind === "renewed" && !expired()) {
           this.#renewedAt = outcome.sentAt;
-          logger.debug("Renewed leader lease {lease}", this.#props());
+          // Every retryPeriod: trace, so that even a debug log stays quiet while nothing happens.
+          logger.trace("Renewed leader lease {lease}", this.#props());
           return "renewed";
         }
         if (outcome.kind === "superseded") {

@@ -301,6 +301,32 @@ describe("LeaderElector", () => {
     }
   });
 
+  it("says once at info who holds the lease it waits for, and keeps renewals below debug", async () => {
+    const logs = await captureLogs();
+    try {
+      const clock = new FakeClock();
+      const client = new FakeClient();
+      const a = start(client, clock, "a");
+      await a.elector.elected();
+      const b = start(client, clock, "b");
+      await advance(clock, 30_000); // b retries 15 times; a renews as often
+      const records = logs.records.filter((r) =>
+        r.category.join(".") === "rudder.manager.leader-election"
+      );
+      const waiting = records.filter((r) => r.rawMessage.toString().includes("waiting for it"));
+      assert.equal(waiting.length, 1, "said once, not at every retry");
+      assert.equal(waiting[0].level, "info");
+      assert.equal(waiting[0].properties.holder, "a");
+      const expires = waiting[0].properties.expiresInSeconds as number;
+      assert.ok(expires > 0 && expires <= 15, `expires in ${expires} s`);
+      const chatty = records.filter((r) => r.level !== "trace" && r.level !== "info");
+      assert.deepEqual(chatty.map((r) => r.rawMessage), [], "nothing above trace while idle");
+      assert.equal(b.elector.isLeader(), false);
+    } finally {
+      await logs.stop();
+    }
+  });
+
   it("gives up at renewDeadline even when a renewal request hangs", async () => {
     const clock = new FakeClock();
     let hang = false;
