@@ -38,7 +38,7 @@
 import { getLogger } from "@logtape/logtape";
 import type { KubeObject, ResourceType } from "../api/resource.ts";
 import { resourcePath } from "../api/resource.ts";
-import { ApiError, isGone, isTooManyRequests, type Status } from "../kube/errors.ts";
+import { ApiError, isGone, isNotFound, isTooManyRequests, type Status } from "../kube/errors.ts";
 import type { QueryValue, RestClient } from "../kube/rest.ts";
 import { WatchDecodeError, type WatchEvent } from "../kube/watch.ts";
 import { sleep } from "../util/abort.ts";
@@ -465,7 +465,14 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
     backoff: number,
     maxBackoff: number,
   ): { resume: "Listing" | "Watching"; waitMs: number } {
-    const message = errorMessage(err);
+    const message = errorMessage(err) +
+      // A list the server answers 404 is a kind it does not serve (a missing namespace lists empty).
+      (failedIn === "Listing" && isNotFound(err)
+        ? `: the API server does not serve ${this.#type.kind} (${this.#type.plural} in ` +
+          `${this.#type.group ? `${this.#type.group}/` : ""}${this.#type.version}): is its CRD ` +
+          "installed (rudder manifests writes it to config/crd), or are the kind, group or " +
+          "version misspelled?"
+        : "");
     this.#status.lastError = message;
     this.#status.failingSince ??= Date.now();
     if (err instanceof RelistNeeded || isGone(err) || isResourceVersionTooLarge(err)) {

@@ -69,7 +69,7 @@ export class FakeWatchServer {
   /** The next watch sends nothing at all and never ends. */
   stallNextWatch = false;
   /** Status codes to answer the next requests with (then normal service resumes). */
-  failNext: { code: number; retryAfter?: number }[] = [];
+  failNext: { code: number; reason?: string; retryAfter?: number }[] = [];
   /** Write each list's metadata before its kind, as no API server does (no read-ahead then). */
   listMetadataFirst = false;
   /** Answer the next list request with a body cut short (then serve again). */
@@ -218,7 +218,7 @@ export class FakeWatchServer {
       return this.#status(
         res,
         failure.code,
-        failure.code === 429 ? "TooManyRequests" : "InternalError",
+        failure.reason ?? (failure.code === 429 ? "TooManyRequests" : "InternalError"),
         "injected",
         failure.retryAfter,
       );

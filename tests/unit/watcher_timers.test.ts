@@ -64,4 +64,21 @@ describe("the watcher's backoff", T, () => {
       await eventually("the next watch delivers", () => informer.store.size === 2);
     },
   );
+
+  it(
+    "says a list answered 404 means the kind is not served: its CRD is not installed",
+    T,
+    async () => {
+      const clock = new FakeClock();
+      h.server.failNext = [{ code: 404, reason: "NotFound" }];
+      const informer = h.start({ clock, backoff: { initial: 100, max: 100_000 } });
+      await eventually("the list failed", () => clock.pending() === 1);
+      assert.match(
+        informer.health().lastError ?? "",
+        /the API server does not serve \w+ \(\w+ in [\w./]+\): is its CRD installed \(rudder manifests writes it to config\/crd\)/,
+      );
+      clock.advance(clock.nextDueAt()! - clock.now());
+      await informer.waitForSync();
+    },
+  );
 });
