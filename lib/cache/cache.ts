@@ -28,7 +28,8 @@ import {
   type ListOptions,
 } from "../client/options.ts";
 import type { KubeConfig } from "../kube/config/types.ts";
-import { ApiError } from "../kube/errors.ts";
+import { ApiError, isForbidden, isNotFound } from "../kube/errors.ts";
+import { errorMessage } from "../util/logging.ts";
 import { RestClient, type RestClientOptions } from "../kube/rest.ts";
 import {
   type HandlerRegistration,
@@ -160,6 +161,23 @@ interface KindEntry {
   indexers: Map<string, IndexFunc<KubeObject>>;
   overlay: Overlay;
   shared: SharedInformer<KubeObject>;
+  /** The last list refused (403) or not served (404) since the last good list, and its waiters. */
+  refusal: { error?: unknown; waiters: Set<(err: unknown) => void> };
+}
+
+/**
+ * Why a read of `kind` cannot be served: its list was refused (403) or the kind is not served
+ * (404). `onDemand`: the read made the cache start watching the kind.
+ */
+function unreadableKind(kind: string, err: unknown, onDemand: boolean): Error {
+  const fix = onDemand
+    ? `the cache was not watching ${kind}: declare it in the controller (.owns(${kind}) or ` +
+      `.watches(${kind}, handler)) so that rudder manifests grants list and watch on it, or read ` +
+      "it from the API server with mgr.getAPIReader()"
+    : `the cache watches ${kind} but cannot list it`;
+  return new Error(`cannot read ${kind}: ${fix}; listing it failed: ${errorMessage(err)}`, {
+    cause: err,
+  });
 }
 
 /** A kind's informers (one per namespace) seen as one. */
@@ -424,6 +442,12 @@ class InformerCache implements Cache {
     if (metadataOnly) { for (const scope of scopes.values()) scope.metadataOnly = true; }
     const informers = new Map<string, Informer<KubeObject>>();
     const overlay: Overlay = new Map();
+    const refusal: KindEntry["refusal"] = { waiters: new Set() };
+    const onListError = (err: unknown) => {
+      if (!isForbidden(err) && !isNotFound(err)) return;
+      refusal.error = err;
+      for (const waiter of refusal.waiters) waiter(err);
+    };
     for (const scope of scopes.values()) {
       const informer = new Informer<KubeObject>(this.#rest, type, {
         ...this.#options.informer,
@@ -434,7 +458,11 @@ class InformerCache implements Cache {
         metadataOnly: scope.metadataOnly,
         resyncPeriod: this.#options.syncPeriod,
         onChange: (key, rv) => caughtUp(overlay, key, rv),
-        onReplace: (rv) => caughtUpAll(overlay, scope.namespace, rv),
+        onReplace: (rv) => {
+          refusal.error = undefined;
+          caughtUpAll(overlay, scope.namespace, rv);
+        },
+        onListError,
       });
       informers.set(scope.namespace, informer);
       if (this.#signal) this.#run(informer);
@@ -446,6 +474,7 @@ class InformerCache implements Cache {
       indexers: new Map(),
       overlay,
       shared: sharedInformer(type, informers),
+      refusal,
     };
     this.#kinds.set(key, entry);
     logger.debug("Created informers for {kind} in {namespaces}", {
@@ -501,7 +530,21 @@ class InformerCache implements Cache {
     for (const informer of entry.informers.values()) synced &&= informer.hasSynced();
     if (synced) return entry;
     const stop = signal ? AbortSignal.any([signal, this.#signal]) : this.#signal;
-    for (const informer of entry.informers.values()) await informer.waitForSync(stop);
+    // A list the server refuses or does not serve would keep the read waiting for ever: it
+    // fails the read instead, naming the kind and what to change.
+    let refused!: (err: unknown) => void;
+    const failed = new Promise<never>((_, reject) => {
+      refused = (err) => reject(unreadableKind(type.kind, err, !existing));
+    });
+    failed.catch(() => {});
+    if (entry.refusal.error !== undefined) refused(entry.refusal.error);
+    entry.refusal.waiters.add(refused);
+    try {
+      const syncs = [...entry.informers.values()].map((informer) => informer.waitForSync(stop));
+      await Promise.race([Promise.all(syncs), failed]);
+    } finally {
+      entry.refusal.waiters.delete(refused);
+    }
     return entry;
   }
 

@@ -65,6 +65,8 @@ export type WatcherEvent<T> =
 
 /** Options of {@linkcode watcher}. */
 export interface WatcherOptions {
+  /** Called with each error a list ended in, before the watcher backs off and lists again. */
+  onListError?: (err: unknown) => void;
   /** Namespace to watch; all namespaces when unset. Ignored for cluster-scoped kinds. */
   namespace?: string;
   /** Label selector in the API's string form. */
@@ -475,6 +477,7 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
         : "");
     this.#status.lastError = message;
     this.#status.failingSince ??= Date.now();
+    if (failedIn === "Listing") this.#options.onListError?.(err);
     if (err instanceof RelistNeeded || isGone(err) || isResourceVersionTooLarge(err)) {
       logger.info("Relisting {informer}: {reason}", {
         informer: this.#description,
