@@ -13,7 +13,9 @@
  * - a bound on open connections: one past it is closed as soon as it is accepted.
  *
  * The forwarder learns when a connection has a request in the handler from the inner server,
- * which names the peer (the forwarder's own loopback port) of each request.
+ * which names the peer (the forwarder's own loopback port) of each request. An HTTP/2
+ * connection (`Deno.serve` offers it; `Bun.serve` does not) is bounded after its first request by
+ * the idle timeout alone, its client's frames between requests being no request head.
  *
  * Why TLS ends behind it (measured on Deno 2.9 and Bun 1.4): `Deno.serve` takes its certificate
  * once; `Bun.serve`'s `reload()` keeps the old one; Bun has neither `setSecureContext` nor a
@@ -75,6 +77,11 @@ interface Connection {
   readonly inner: Inner;
   /** Requests of this connection in the handler (several at once with HTTP/2). */
   active: number;
+  /**
+   * HTTP/2: its client sends frames between requests (window updates, pings), so bytes after an
+   * answer do not start the header timer; only the idle timeout bounds it then.
+   */
+  multiplexed: boolean;
   headerTimer?: ReturnType<typeof setTimeout>;
   idleTimer?: ReturnType<typeof setTimeout>;
   lingerTimer?: ReturnType<typeof setTimeout>;
@@ -178,7 +185,12 @@ export class Forwarder {
     inner.served = await serve(async (request: Request, peer: Peer) => {
       const connection = inner.byPeerPort.get(peer.port);
       inner.inFlight++;
-      if (connection) this.#requestStarted(connection);
+      if (connection) {
+        // HTTP/2 names the host in `:authority`, which the runtime turns into the URL: a request
+        // without a Host header came over HTTP/2 (HTTP/1.1 requires the header).
+        if (!request.headers.has("host")) connection.multiplexed = true;
+        this.#requestStarted(connection);
+      }
       try {
         const response = await handler(request);
         await discardBody(request, maxUnreadBodyBytes);
@@ -253,7 +265,14 @@ export class Forwarder {
     }
     this.#open++;
     const upstream = net.connect(inner.served.port, "127.0.0.1");
-    const connection: Connection = { client, upstream, inner, active: 0, closed: false };
+    const connection: Connection = {
+      client,
+      upstream,
+      inner,
+      active: 0,
+      multiplexed: false,
+      closed: false,
+    };
     inner.connections.add(connection);
     client.setNoDelay(true);
     upstream.setNoDelay(true);
@@ -263,7 +282,7 @@ export class Forwarder {
       // Known before the inner server can see a byte of this connection.
       inner.byPeerPort.set(upstream.localPort!, connection);
       client.on("data", () => {
-        if (connection.active === 0) this.#awaitRequest(connection);
+        if (connection.active === 0 && !connection.multiplexed) this.#awaitRequest(connection);
       });
       client.pipe(upstream);
     });

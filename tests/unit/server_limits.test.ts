@@ -122,6 +122,7 @@ function closesWithin(socket: net.Socket, bound: number): Promise<number> {
   const began = Date.now();
   return new Promise((resolve, reject) => {
     if (socket.destroyed) return resolve(0);
+    socket.resume(); // a paused socket with unread bytes would never tell it closed
     const timer = setTimeout(() => {
       socket.destroy();
       reject(new Error(`still open after ${bound} ms`));
@@ -281,6 +282,38 @@ describe("the webhook server at its limits", () => {
     const body = "x".repeat(8 * MiB);
     for (let i = 0; i < 5; i++) assert.equal((await post2(review(), body)).status, 413);
     assert.equal((await post2(review(), CONFIGMAP_REVIEW)).status, 200);
+  });
+
+  it("keeps an HTTP/2 connection between requests until the idle timeout", T, async (t) => {
+    if (!("Deno" in globalThis)) return t.skip("Bun.serve speaks HTTP/1.1 only");
+    const session = http2.connect(server.url!, { ca: ca.cert, servername: "localhost" });
+    session.on("error", () => {});
+    const closed = new Promise<number>((resolve) => {
+      session.once("close", () => resolve(Date.now()));
+    });
+    let last = 0;
+    for (let i = 0; i < 3; i++) {
+      const status = await new Promise<number>((resolve, reject) => {
+        const stream = session.request({
+          ":method": "POST",
+          ":path": "/validate",
+          "content-type": "application/json",
+        });
+        let code = 0;
+        stream.on("response", (headers) => (code = Number(headers[":status"])));
+        stream.on("data", () => {});
+        stream.on("end", () => resolve(code));
+        stream.on("error", reject);
+        stream.end(CONFIGMAP_REVIEW);
+      });
+      assert.equal(status, 200);
+      last = Date.now();
+      await pause(LIMITS.readHeaderTimeout / 2);
+    }
+    // The client's frames after an answer (window updates) start no header timer.
+    const idle = (await closed) - last;
+    assert.ok(idle >= LIMITS.idleTimeout - 100, `closed after ${idle} ms idle`);
+    assert.ok(idle < LIMITS.idleTimeout + 1_000, `closed after ${idle} ms idle`);
   });
 
   limitTests(() => server.url!, "/validate");
