@@ -82,6 +82,10 @@ interface Connection {
    * answer do not start the header timer; only the idle timeout bounds it then.
    */
   multiplexed: boolean;
+  /** When the inner server last sent bytes: an answer still streaming keeps it from idling. */
+  lastAnswered: number;
+  /** The local port of the upstream socket, once connected: the peer the inner server sees. */
+  peerPort?: number;
   headerTimer?: ReturnType<typeof setTimeout>;
   idleTimer?: ReturnType<typeof setTimeout>;
   lingerTimer?: ReturnType<typeof setTimeout>;
@@ -271,6 +275,7 @@ export class Forwarder {
       inner,
       active: 0,
       multiplexed: false,
+      lastAnswered: Date.now(),
       closed: false,
     };
     inner.connections.add(connection);
@@ -280,7 +285,8 @@ export class Forwarder {
     this.#awaitRequest(connection);
     upstream.once("connect", () => {
       // Known before the inner server can see a byte of this connection.
-      inner.byPeerPort.set(upstream.localPort!, connection);
+      connection.peerPort = upstream.localPort;
+      if (connection.peerPort !== undefined) inner.byPeerPort.set(connection.peerPort, connection);
       client.on("data", () => {
         if (connection.active === 0 && !connection.multiplexed) this.#awaitRequest(connection);
       });
@@ -289,6 +295,7 @@ export class Forwarder {
     // The inner side ending (an answer with `Connection: close`, or a runtime closing after an
     // early answer) ends the client side once the answer is through, never cuts it.
     upstream.pipe(client);
+    upstream.on("data", () => (connection.lastAnswered = Date.now()));
     upstream.on("error", () => this.#linger(connection));
     upstream.on("close", () => this.#linger(connection));
     client.on("error", () => this.#destroy(connection));
@@ -319,7 +326,7 @@ export class Forwarder {
     clearTimeout(connection.lingerTimer);
     this.#open--;
     inner.connections.delete(connection);
-    if (upstream.localPort !== undefined) inner.byPeerPort.delete(upstream.localPort);
+    if (connection.peerPort !== undefined) inner.byPeerPort.delete(connection.peerPort);
     if (inner.retired && inner.connections.size === 0) this.#close(inner);
   }
 
@@ -341,11 +348,25 @@ export class Forwarder {
 
   #requestEnded(connection: Connection): void {
     connection.active--;
-    if (connection.active > 0 || connection.closed) return;
-    connection.idleTimer = setTimeout(
-      () => this.#expire(connection, "idleTimeout"),
-      this.#options.idleTimeout,
-    );
+    if (connection.active === 0) this.#idle(connection, this.#options.idleTimeout);
+  }
+
+  /**
+   * Closes the connection once it has had no request for the idle timeout. The handler has
+   * returned when a request ends, but its answer may still be on its way to a slow client: the
+   * timeout counts from the answer's last bytes, once the client has taken them all.
+   */
+  #idle(connection: Connection, delay: number): void {
+    if (connection.closed) return;
+    connection.idleTimer = setTimeout(() => {
+      const since = Date.now() - connection.lastAnswered;
+      if (connection.client.writableLength > 0) {
+        // The client has not taken the whole answer yet: not idle.
+        this.#idle(connection, this.#options.idleTimeout);
+      } else if (since < this.#options.idleTimeout) {
+        this.#idle(connection, this.#options.idleTimeout - since);
+      } else this.#expire(connection, "idleTimeout");
+    }, delay);
   }
 
   #expire(connection: Connection, limit: "readHeaderTimeout" | "idleTimeout"): void {

@@ -22,6 +22,8 @@ import { CONFIGMAP_REVIEW } from "../support/admission.ts";
 
 const T = { timeout: 60_000 };
 const MiB = 1024 * 1024;
+/** An answer larger than the socket buffers between server and client. */
+const BIG = 16 * MiB;
 /** The limits the servers of these tests run with. */
 const LIMITS = { readHeaderTimeout: 300, idleTimeout: 600, maxConnections: 4 };
 
@@ -219,28 +221,34 @@ function limitTests(url: () => string, path: string): void {
 }
 
 describe("the webhook server at its limits", () => {
+  // One with the default limits for the early answers (a loaded machine may take longer than a
+  // short header timeout to pass a request on), one with short limits.
   let server: WebhookServer;
-  let stop: AbortController;
-  let running: Promise<void>;
+  let limited: WebhookServer;
+  const stop = new AbortController();
+  const running: Promise<void>[] = [];
   const review = () => `${server.url}/validate`;
 
   before(async () => {
-    server = new WebhookServer({
-      host: "127.0.0.1",
-      port: 0,
-      certDir,
-      metricsRegistry: new Registry(),
-      ...LIMITS,
-    });
-    server.register("/validate", admissionHandler(() => allowed()));
-    stop = new AbortController();
-    running = server.start(stop.signal);
-    await server.started();
+    for (const limits of [{}, LIMITS]) {
+      const started = new WebhookServer({
+        host: "127.0.0.1",
+        port: 0,
+        certDir,
+        metricsRegistry: new Registry(),
+        ...limits,
+      });
+      started.register("/validate", admissionHandler(() => allowed()));
+      running.push(started.start(stop.signal));
+      await started.started();
+      if (limits === LIMITS) limited = started;
+      else server = started;
+    }
   }, T);
 
   after(async () => {
     stop.abort();
-    await running;
+    await Promise.all(running);
   }, T);
 
   it("answers 413 to an 8 MiB body from Node's HTTPS client, 10 times in 10", T, async () => {
@@ -286,7 +294,7 @@ describe("the webhook server at its limits", () => {
 
   it("keeps an HTTP/2 connection between requests until the idle timeout", T, async (t) => {
     if (!("Deno" in globalThis)) return t.skip("Bun.serve speaks HTTP/1.1 only");
-    const session = http2.connect(server.url!, { ca: ca.cert, servername: "localhost" });
+    const session = http2.connect(limited.url!, { ca: ca.cert, servername: "localhost" });
     session.on("error", () => {});
     const closed = new Promise<number>((resolve) => {
       session.once("close", () => resolve(Date.now()));
@@ -316,35 +324,41 @@ describe("the webhook server at its limits", () => {
     assert.ok(idle < LIMITS.idleTimeout + 1_000, `closed after ${idle} ms idle`);
   });
 
-  limitTests(() => server.url!, "/validate");
+  limitTests(() => limited.url!, "/validate");
 });
 
 for (const kind of ["plain HTTP", "HTTPS with a fixed pair"] as const) {
   describe(`an HTTPServer (${kind}) at its limits`, () => {
     let server: HTTPServer;
-    let stop: AbortController;
-    let running: Promise<void>;
+    let limited: HTTPServer;
+    const stop = new AbortController();
+    const running: Promise<void>[] = [];
 
     before(async () => {
-      server = new HTTPServer({
-        name: "limits",
-        address: "127.0.0.1:0",
-        // Answers without reading the body, as a router does for a path it does not serve.
-        handler: (request) =>
-          new URL(request.url).pathname === "/ok"
-            ? new Response("ok")
-            : new Response("too large", { status: 413 }),
-        tls: kind === "plain HTTP" ? undefined : pair,
-        ...LIMITS,
-      });
-      stop = new AbortController();
-      running = server.start(stop.signal);
-      await server.ready();
+      for (const limits of [{}, LIMITS]) {
+        const started = new HTTPServer({
+          name: "limits",
+          address: "127.0.0.1:0",
+          // Answers /refuse without reading the body, as a router does a path it does not serve.
+          handler: (request) => {
+            const path = new URL(request.url).pathname;
+            if (path === "/ok") return new Response("ok");
+            if (path === "/big") return new Response(new Uint8Array(BIG));
+            return new Response("too large", { status: 413 });
+          },
+          tls: kind === "plain HTTP" ? undefined : pair,
+          ...limits,
+        });
+        running.push(started.start(stop.signal));
+        await started.ready();
+        if (limits === LIMITS) limited = started;
+        else server = started;
+      }
     }, T);
 
     after(async () => {
       stop.abort();
-      await running;
+      await Promise.all(running);
     }, T);
 
     it("delivers an answer given before the body was read, 10 times in 10", T, async () => {
@@ -358,6 +372,33 @@ for (const kind of ["plain HTTP", "HTTPS with a fixed pair"] as const) {
       assert.deepEqual(await post(`${server.url}/ok`, "{}"), { status: 200, text: "ok" });
     });
 
-    limitTests(() => server.url!, "/ok");
+    it(
+      "passes a whole answer on to a slow reader, the server closing after it",
+      T,
+      async () => {
+        const socket = await connect(limited.url!);
+        // Reads nothing for longer than the idle timeout: an answer not yet taken is no idleness.
+        socket.pause();
+        socket.write(
+          "GET /big HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+        );
+        await pause(LIMITS.idleTimeout * 2);
+        let received = 0;
+        // Deno's server over TLS leaves the connection for the client to close once answered.
+        const whole = new Promise<void>((resolve) => {
+          socket.on("data", (chunk: Uint8Array) => {
+            received += chunk.byteLength;
+            if (received > BIG) resolve();
+          });
+          socket.once("close", () => resolve());
+        });
+        socket.resume();
+        await whole;
+        socket.destroy();
+        assert.ok(received > BIG, `received ${received} bytes of ${BIG} and a head`);
+      },
+    );
+
+    limitTests(() => limited.url!, "/ok");
   });
 }
