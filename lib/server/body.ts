@@ -56,6 +56,8 @@ export async function readBody(
 export async function discardBody(request: Request, limit: number): Promise<void> {
   const body = request.body;
   if (!body || request.bodyUsed || body.locked) return;
+  // A client waiting for `100 Continue` sends nothing unasked: reading would ask for the body.
+  if (request.headers.get("expect")?.toLowerCase() === "100-continue") return;
   await readBody(body, -1, limit).catch(() => {});
 }
 
