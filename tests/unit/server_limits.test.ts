@@ -46,6 +46,7 @@ function post(
   url: string,
   body: string,
   type = "application/json",
+  chunked = false,
 ): Promise<{ status: number; text: string }> {
   const { hostname, port, pathname, protocol } = new URL(url);
   const client = protocol === "https:" ? https : http;
@@ -58,7 +59,10 @@ function post(
       ca: ca.cert,
       servername: "localhost",
       agent: false,
-      headers: { "content-type": type, "content-length": String(Buffer.byteLength(body)) },
+      headers: {
+        "content-type": type,
+        ...(chunked ? {} : { "content-length": String(Buffer.byteLength(body)) }),
+      },
     }, (response) => {
       let text = "";
       response.setEncoding("utf8");
@@ -67,7 +71,10 @@ function post(
       response.on("error", reject);
     });
     request.on("error", reject);
-    request.end(body);
+    if (!chunked) return request.end(body);
+    // Without a length: sent in 1 MiB chunks, so the server learns the size only by reading.
+    for (let at = 0; at < body.length; at += MiB) request.write(body.slice(at, at + MiB));
+    request.end();
   });
 }
 
@@ -259,6 +266,14 @@ describe("the webhook server at its limits", () => {
       assert.deepEqual(JSON.parse(text), { error: `request body larger than ${7 * MiB} bytes` });
     }
     assert.equal((await post(review(), CONFIGMAP_REVIEW)).status, 200);
+  });
+
+  it("answers 413 to an 8 MiB body sent without a length, 10 times in 10", T, async () => {
+    const body = "x".repeat(8 * MiB);
+    for (let i = 0; i < 10; i++) {
+      assert.equal((await post(review(), body, "application/json", true)).status, 413);
+    }
+    assert.equal((await post(review(), CONFIGMAP_REVIEW, "application/json", true)).status, 200);
   });
 
   it("answers 415 and 400 to large bodies it refuses, and goes on serving", T, async () => {
