@@ -1,8 +1,8 @@
 /**
  * An HTTP(S) server as a {@linkcode Runnable}: the metrics, health-probe and webhook servers are
- * each one. Plain HTTP and a fixed certificate are served by the runtime's server directly; a
- * certificate from a {@linkcode CertWatcher} through a {@linkcode TLSForwarder}, so that a new
- * certificate is taken with no request failed.
+ * each one. Every one is a {@linkcode Forwarder} in front of the runtime's server, which bounds
+ * slow, idle and surplus connections the same on every runtime and, with a
+ * {@linkcode CertWatcher}, takes a new certificate with no request failed.
  *
  * @module
  */
@@ -12,8 +12,7 @@ import { abortable } from "../util/abort.ts";
 import type { Runnable } from "../util/runnable.ts";
 import { namesNoHost, parseAddress, urlOf } from "./address.ts";
 import { CertWatcher } from "./certwatcher.ts";
-import { serve, type Served } from "./serve.ts";
-import { TLSForwarder } from "./tls_forwarder.ts";
+import { Forwarder } from "./forwarder.ts";
 import type { Handler, TLSPair } from "./types.ts";
 
 /** Milliseconds the requests in progress at a stop may take before their connections close. */
@@ -24,6 +23,34 @@ export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
  * (new connections get the new certificate at once).
  */
 export const DEFAULT_DRAIN_TIMEOUT_MS = 60_000;
+
+/**
+ * Milliseconds from accepting a connection (TLS handshake included), or from its first byte
+ * after an answer, to a whole request head. Go's `ReadHeaderTimeout` is unset by default (no
+ * bound), which lets a client trickling headers hold a connection for ever; 10 s is Bun's own
+ * idle bound, and far above what a client on a working network takes.
+ */
+export const DEFAULT_READ_HEADER_TIMEOUT_MS = 10_000;
+
+/**
+ * Milliseconds a keep-alive connection may stay open with no request after its last answer.
+ * Above the 90 s after which Go's clients (the API server's among them) drop idle connections,
+ * so that the client, not the server, closes first and no request races a close.
+ */
+export const DEFAULT_IDLE_TIMEOUT_MS = 120_000;
+
+/**
+ * Connections open at once, at most; one more is closed as soon as it is accepted. Each takes
+ * three file descriptors (client, forwarded, and the inner server's).
+ */
+export const DEFAULT_MAX_CONNECTIONS = 4_096;
+
+/**
+ * Bytes of a request body that a handler answered without reading (413, 415, 404) read and
+ * thrown away before the answer goes, so that a client still sending reads the answer rather
+ * than a reset (see `body.ts`). A longer body's connection is closed after the answer.
+ */
+export const DEFAULT_MAX_UNREAD_BODY_BYTES = 16 * 1024 * 1024;
 
 const log = getLogger(["rudder", "server"]);
 
@@ -51,6 +78,23 @@ export interface HTTPServerOptions {
    * go on; default {@linkcode DEFAULT_DRAIN_TIMEOUT_MS}.
    */
   drainTimeout?: number;
+  /**
+   * Milliseconds from accepting a connection, or from its first byte after an answer, to a whole
+   * request head; default {@linkcode DEFAULT_READ_HEADER_TIMEOUT_MS}.
+   */
+  readHeaderTimeout?: number;
+  /**
+   * Milliseconds a keep-alive connection may stay open with no request; default
+   * {@linkcode DEFAULT_IDLE_TIMEOUT_MS}.
+   */
+  idleTimeout?: number;
+  /** Connections open at once, at most; default {@linkcode DEFAULT_MAX_CONNECTIONS}. */
+  maxConnections?: number;
+  /**
+   * Bytes of a body the handler left unread read and thrown away before answering; default
+   * {@linkcode DEFAULT_MAX_UNREAD_BODY_BYTES}.
+   */
+  maxUnreadBodyBytes?: number;
 }
 
 /**
@@ -80,6 +124,7 @@ export class HTTPServer implements Runnable {
   readonly #ready = Promise.withResolvers<void>();
   #listening: { hostname: string; port: number } | undefined;
   #started = false;
+  readonly #limitLogged = new Map<string, number>();
 
   /** Creates a server; nothing listens until {@linkcode HTTPServer.start}. */
   constructor(options: HTTPServerOptions) {
@@ -119,23 +164,28 @@ export class HTTPServer implements Runnable {
     let watching: Promise<void> | undefined;
     try {
       const tls = this.#options.tls;
-      if (tls instanceof CertWatcher) {
-        const forwarder = await this.#listenForwarding(tls);
-        const unsubscribe = tls.onChange((pair) => forwarder.swap(pair));
-        watching = tls.start(watcherStop.signal).catch((err) => {
+      const watcher = tls instanceof CertWatcher ? tls : undefined;
+      const pair = watcher ? watcher.current() ?? await watcher.load() : tls as TLSPair | undefined;
+      const forwarder = await this.#listen(pair);
+      let unsubscribe = () => {};
+      if (watcher) {
+        unsubscribe = watcher.onChange((next) => forwarder.swap(next));
+        watching = watcher.start(watcherStop.signal).catch((err) => {
           log.error("The {name} server's certificate watcher failed: {error}", {
             name: this.name,
             error: message(err),
           });
         });
-        stopServing = async () => {
-          unsubscribe();
-          await forwarder.close();
-        };
-      } else {
-        const served = await this.#listenDirect(tls);
-        stopServing = () => this.#stopDirect(served);
       }
+      stopServing = async () => {
+        unsubscribe();
+        if (await forwarder.close()) {
+          log.warn("The {name} server's requests took longer than {timeout} ms: closed them", {
+            name: this.name,
+            timeout: this.#options.shutdownTimeout ?? DEFAULT_SHUTDOWN_TIMEOUT_MS,
+          });
+        }
+      };
     } catch (err) {
       watcherStop.abort();
       const error = new Error(
@@ -168,51 +218,34 @@ export class HTTPServer implements Runnable {
     return false;
   }
 
-  async #listenDirect(tls: TLSPair | undefined): Promise<Served> {
-    const { hostname, port } = parseAddress(this.#options.address);
-    const served = await serve(this.#handler(), {
-      hostname,
-      port,
-      tls,
-      onError: (error) => this.#logFailure(error),
-    });
-    this.#listening = { hostname: served.hostname, port: served.port };
-    return served;
-  }
-
-  async #stopDirect(served: Served): Promise<void> {
-    const timeout = this.#options.shutdownTimeout ?? DEFAULT_SHUTDOWN_TIMEOUT_MS;
-    const stopped = served.stop();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const late = await Promise.race([
-      stopped.then(() => false),
-      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), timeout))),
-    ]);
-    clearTimeout(timer);
-    if (late) {
-      log.warn("The {name} server's requests took longer than {timeout} ms: closing them", {
-        name: this.name,
-        timeout,
-      });
-      await served.stop(true);
-    }
-  }
-
-  async #listenForwarding(watcher: CertWatcher): Promise<TLSForwarder> {
-    const { hostname, port } = parseAddress(this.#options.address);
-    const pair = watcher.current() ?? await watcher.load();
-    const forwarder = await TLSForwarder.listen({
-      hostname: namesNoHost(this.#options.address) ? undefined : hostname,
+  async #listen(pair: TLSPair | undefined): Promise<Forwarder> {
+    const options = this.#options;
+    const { hostname, port } = parseAddress(options.address);
+    const forwarder = await Forwarder.listen({
+      hostname: namesNoHost(options.address) ? undefined : hostname,
       port,
       handler: this.#handler(),
-      drainTimeout: this.#options.drainTimeout ?? DEFAULT_DRAIN_TIMEOUT_MS,
-      requestGrace: this.#options.shutdownTimeout ?? DEFAULT_SHUTDOWN_TIMEOUT_MS,
+      drainTimeout: options.drainTimeout ?? DEFAULT_DRAIN_TIMEOUT_MS,
+      requestGrace: options.shutdownTimeout ?? DEFAULT_SHUTDOWN_TIMEOUT_MS,
+      readHeaderTimeout: options.readHeaderTimeout ?? DEFAULT_READ_HEADER_TIMEOUT_MS,
+      idleTimeout: options.idleTimeout ?? DEFAULT_IDLE_TIMEOUT_MS,
+      maxConnections: options.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
+      maxUnreadBodyBytes: options.maxUnreadBodyBytes ?? DEFAULT_MAX_UNREAD_BODY_BYTES,
       onError: (error) => this.#logFailure(error),
       onListenerError: (error) =>
         log.error("The {name} listener failed: {error}", { name: this.name, error: error.message }),
+      onLimit: (limit) => this.#logLimit(limit),
     }, pair);
     this.#listening = forwarder.address;
     return forwarder;
+  }
+
+  /** Logs a connection closed for a limit, at most once a minute per limit (floods repeat it). */
+  #logLimit(limit: string): void {
+    const now = Date.now();
+    if ((this.#limitLogged.get(limit) ?? -Infinity) > now - 60_000) return;
+    this.#limitLogged.set(limit, now);
+    log.debug("The {name} server closed a connection for its {limit}", { name: this.name, limit });
   }
 
   /** The handler, answering 500 (and logging) when it throws. */

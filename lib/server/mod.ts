@@ -33,8 +33,12 @@ export {
 } from "./certwatcher.ts";
 export {
   DEFAULT_DRAIN_TIMEOUT_MS,
+  DEFAULT_IDLE_TIMEOUT_MS,
+  DEFAULT_MAX_CONNECTIONS,
+  DEFAULT_MAX_UNREAD_BODY_BYTES,
+  DEFAULT_READ_HEADER_TIMEOUT_MS,
   DEFAULT_SHUTDOWN_TIMEOUT_MS,
   HTTPServer,
   type HTTPServerOptions,
 } from "./http_server.ts";
-export { serve, type Served, type ServeOptions } from "./serve.ts";
+export { type Peer, type PeerHandler, serve, type Served, type ServeOptions } from "./serve.ts";

@@ -7,18 +7,18 @@
  * @module
  */
 
-import type { Handler, Served, ServeOptions } from "./types.ts";
+import type { Peer, PeerHandler, Served, ServeOptions } from "./types.ts";
 import { serveDeno } from "./serve_deno.ts";
 import { serveBun } from "./serve_bun.ts";
 import { runtimeName } from "../util/runtime.ts";
 
 /** An adapter: serves `handler` and resolves once listening; rejects when it cannot listen. */
-export type ServeFunction = (handler: Handler, options: ServeOptions) => Promise<Served>;
+export type ServeFunction = (handler: PeerHandler, options: ServeOptions) => Promise<Served>;
 
-export type { Served, ServeOptions };
+export type { Peer, PeerHandler, Served, ServeOptions };
 
-/** Serves `handler` with the current runtime's own server. */
-export function serve(handler: Handler, options: ServeOptions): Promise<Served> {
+/** Serves `handler` with the current runtime's own server, telling it the peer of each request. */
+export function serve(handler: PeerHandler, options: ServeOptions): Promise<Served> {
   switch (runtimeName()) {
     case "deno":
       return serveDeno(handler, options);

@@ -1,22 +1,29 @@
 /**
- * Serving on Bun: `Bun.serve`, with TLS 1.0 and 1.1 switched off (Bun would accept them).
+ * Serving on Bun: `Bun.serve`, with TLS 1.0 and 1.1 switched off (Bun would accept them), and
+ * no idle timeout of its own.
  *
  * @module
  */
 
 import { constants } from "node:crypto";
 import { bun } from "../util/runtime.ts";
-import type { Handler, Served, ServeOptions } from "./types.ts";
+import type { PeerHandler, Served, ServeOptions } from "./types.ts";
 
 /** Serves `handler` with `Bun.serve`; resolves once listening. */
-export function serveBun(handler: Handler, options: ServeOptions): Promise<Served> {
+export function serveBun(handler: PeerHandler, options: ServeOptions): Promise<Served> {
   try {
     const runtime = bun();
     if (!runtime) throw new Error("serveBun needs Bun");
     const server = runtime.serve({
       hostname: options.hostname,
       port: options.port,
-      fetch: handler,
+      // The forwarder in front of every server bounds idle and slow connections; Bun's own
+      // timeout (10 s by default) would also cut a handler that takes longer to answer.
+      idleTimeout: 0,
+      fetch: (request, server) => {
+        const peer = server.requestIP(request);
+        return handler(request, { hostname: peer?.address ?? "", port: peer?.port ?? 0 });
+      },
       error: (error) => {
         options.onError(error);
         return new Response("internal error", { status: 500 });

@@ -5,10 +5,10 @@
  * @module
  */
 
-import type { Handler, Served, ServeOptions } from "./types.ts";
+import type { PeerHandler, Served, ServeOptions } from "./types.ts";
 
 /** Serves `handler` with `Deno.serve`; resolves once listening. */
-export async function serveDeno(handler: Handler, options: ServeOptions): Promise<Served> {
+export async function serveDeno(handler: PeerHandler, options: ServeOptions): Promise<Served> {
   const listening = Promise.withResolvers<Deno.NetAddr>();
   const server = Deno.serve({
     hostname: options.hostname,
@@ -19,7 +19,7 @@ export async function serveDeno(handler: Handler, options: ServeOptions): Promis
       options.onError(error);
       return new Response("internal error", { status: 500 });
     },
-  }, handler);
+  }, (request, info) => handler(request, info.remoteAddr));
   const addr = await listening.promise;
   let shutdown: Promise<void> | undefined;
   return {

@@ -8,6 +8,17 @@
 /** A `fetch`-style request handler (a hono app's `fetch`). */
 export type Handler = (request: Request) => Response | Promise<Response>;
 
+/** The peer of a request as the runtime's server saw it. */
+export interface Peer {
+  /** The peer's address. */
+  hostname: string;
+  /** The peer's port. */
+  port: number;
+}
+
+/** A handler an adapter serves: a {@linkcode Handler} that is also told the peer. */
+export type PeerHandler = (request: Request, peer: Peer) => Response | Promise<Response>;
+
 /** A PEM certificate (chain) and its private key. */
 export interface TLSPair {
   /** The certificate, leaf first, PEM. */

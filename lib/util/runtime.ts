@@ -23,8 +23,10 @@ export interface BunServeOptions {
   hostname?: string;
   /** Port to listen on; 0 for a free one. */
   port?: number;
-  /** Answers each request. */
-  fetch(request: Request): Response | Promise<Response>;
+  /** Seconds a connection may be idle before Bun closes it; 0: no limit. */
+  idleTimeout?: number;
+  /** Answers each request; `server` tells its peer. */
+  fetch(request: Request, server: BunServer): Response | Promise<Response>;
   /** Answers a request whose handler threw. */
   error?(error: Error): Response;
   /** Serves HTTPS with this PEM pair; `secureOptions` are OpenSSL's `SSL_OP_*` flags. */
@@ -37,6 +39,8 @@ export interface BunServer {
   readonly hostname: string;
   /** The port it listens on. */
   readonly port: number;
+  /** The peer of `request`. */
+  requestIP(request: Request): { address: string; port: number } | null;
   /** Stops listening; with `true`, also closes the connections in use. */
   stop(closeActiveConnections?: boolean): Promise<void> | void;
 }

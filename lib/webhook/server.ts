@@ -4,9 +4,11 @@
  * directory (`tls.crt`, `tls.key`) and reloaded, without a restart, when the files change.
  *
  * Serving and the certificate are lib/server's: an `HTTPServer` with a `CertWatcher`, which swaps
- * a certificate with no connection refused or reset (see lib/server/tls_forwarder.ts). TLS 1.2
+ * a certificate with no connection refused or reset (see lib/server/forwarder.ts). TLS 1.2
  * is the minimum. Request bodies above `maxRequestBodyBytes` (default 7 MiB, as in
- * controller-runtime) get `413`.
+ * controller-runtime) get `413`, read to their end first (up to twice the limit, at least
+ * 16 MiB) so that a client that does not wait for `100 Continue` receives it. Slow, idle and
+ * surplus connections are closed (`readHeaderTimeout`, `idleTimeout`, `maxConnections`).
  *
  * @module
  */
@@ -14,8 +16,7 @@
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { getLogger } from "@logtape/logtape";
-import { Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
+import { type Context, Hono } from "hono";
 import type { KubeObject, ResourceType } from "../api/resource.ts";
 import { abortable } from "../util/abort.ts";
 import type { Runnable } from "../util/runnable.ts";
@@ -25,8 +26,10 @@ import {
 } from "../server/certwatcher.ts";
 import {
   DEFAULT_DRAIN_TIMEOUT_MS as SERVER_DRAIN_TIMEOUT_MS,
+  DEFAULT_MAX_UNREAD_BODY_BYTES,
   HTTPServer,
 } from "../server/http_server.ts";
+import { readBody } from "../server/body.ts";
 import { type Registry } from "../metrics/registry.ts";
 import { type WebhookMetrics, webhookMetrics } from "../metrics/webhook.ts";
 import type { AdmissionOperation } from "./admission.ts";
@@ -63,6 +66,21 @@ export interface WebhookServerOptions {
   drainTimeout?: number;
   /** Registry of the webhook metrics; default the global one. */
   metricsRegistry?: Registry;
+  /**
+   * Milliseconds from accepting a connection, or from its first byte after an answer, to a whole
+   * request head; default 10 000 (the serving layer's `DEFAULT_READ_HEADER_TIMEOUT_MS`).
+   */
+  readHeaderTimeout?: number;
+  /**
+   * Milliseconds a keep-alive connection may stay open with no request; default 120 000 (the
+   * serving layer's `DEFAULT_IDLE_TIMEOUT_MS`).
+   */
+  idleTimeout?: number;
+  /**
+   * Connections open at once, at most; one more is closed at once; default 4 096 (the serving
+   * layer's `DEFAULT_MAX_CONNECTIONS`).
+   */
+  maxConnections?: number;
 }
 
 /** What a registered path is, for generating webhook configurations (see `rudder manifests`). */
@@ -234,6 +252,10 @@ export class WebhookServer implements Runnable {
       handler: this.#fetch(),
       tls: this.#watcher,
       drainTimeout: this.#options.drainTimeout ?? DEFAULT_DRAIN_TIMEOUT_MS,
+      readHeaderTimeout: this.#options.readHeaderTimeout,
+      idleTimeout: this.#options.idleTimeout,
+      maxConnections: this.#options.maxConnections,
+      maxUnreadBodyBytes: this.#discardLimit(),
     });
     this.#server = server;
     const running = server.start(signal);
@@ -261,6 +283,12 @@ export class WebhookServer implements Runnable {
     return await this.#watcher.reload();
   }
 
+  /** Bytes of an oversized body read and thrown away before its 413: twice the limit, at least. */
+  #discardLimit(): number {
+    const maxSize = this.#options.maxRequestBodyBytes ?? DEFAULT_MAX_REQUEST_BODY_BYTES;
+    return Math.max(DEFAULT_MAX_UNREAD_BODY_BYTES, 2 * maxSize);
+  }
+
   #certDir(): string {
     return this.#options.certDir ?? join(tmpdir(), "k8s-webhook-server", "serving-certs");
   }
@@ -279,13 +307,25 @@ export class WebhookServer implements Runnable {
           done(c.res.status);
         }
       });
-      app.use(
-        "*",
-        bodyLimit({
-          maxSize,
-          onError: (c) => c.json({ error: `request body larger than ${maxSize} bytes` }, 413),
-        }),
-      );
+      // The body is read here whole, before any handler: one too large is read on and thrown
+      // away (up to a bound) before its 413, and so is one a handler refuses unread (415), so
+      // that a client still sending reads the answer instead of a reset (lib/server/body.ts).
+      const tooLarge = (c: Context) =>
+        c.json({ error: `request body larger than ${maxSize} bytes` }, 413);
+      app.use("*", async (c, next) => {
+        const declared = Number(c.req.header("content-length"));
+        if (declared > maxSize) return tooLarge(c); // the server throws the body away
+        const raw = c.req.raw;
+        if (!raw.body) return await next();
+        const body = await readBody(raw.body, maxSize, this.#discardLimit());
+        if (!body) return tooLarge(c);
+        c.req.raw = new Request(raw.url, {
+          method: raw.method,
+          headers: raw.headers,
+          body,
+        });
+        await next();
+      });
       app.all("*", async (c) => {
         const handler = this.#handlers.get(c.req.path);
         if (!handler) return c.json({ error: `no webhook at ${c.req.path}` }, 404);
