@@ -3,10 +3,10 @@
  *
  * - `--runtime deno` (the default): `deno compile` with Rudder's V8 flags (`DENO_V8_FLAGS` in
  *   `project.ts`, baked into the executable) and only the permissions the operator
- *   needs — network to the API server and its own bind addresses, reading the service-account
- *   directory, the environment variables its configuration comes from, the host name
- *   (leader-election identity) and home directory (`~/.kube/config`) — plus what
- *   `rudder.json` adds.
+ *   needs — network to the API server, its own bind addresses and loopback (where its servers'
+ *   inner listeners are), reading the service-account directory, the environment variables its
+ *   configuration comes from, the host name (leader-election identity) and home directory
+ *   (`~/.kube/config`) — plus what `rudder.json` adds.
  *   `deno compile` downloads its runtime (`denort`) on first use; when it cannot, the error
  *   says so and suggests `DENORT_BIN` or `--runtime bun`.
  * - `--runtime bun`: `bun build --compile --bytecode` (see {@linkcode BUN_COMPILE_FLAGS}).
@@ -98,6 +98,13 @@ export const OPERATOR_ENV = [
  */
 export const OPERATOR_READ = [SERVICE_ACCOUNT_DIR];
 
+/**
+ * Each server Rudder runs (metrics, probes, webhooks) answers from an inner server on a free
+ * loopback port behind its public listener (the forwarder that bounds connections and swaps
+ * certificates), so the operator listens and connects on loopback, on ports chosen at start.
+ */
+const LOOPBACK = "127.0.0.1";
+
 /** `host:port` as Deno's `--allow-net` spells a listening address. */
 function listenHost(address: string): string | undefined {
   if (address === "0") return undefined;
@@ -123,6 +130,7 @@ export function denoPermissionFlags(
       ...apiServers,
       listenHost(settings.metricsBindAddress),
       listenHost(settings.healthProbeBindAddress),
+      LOOPBACK,
       ...settings.permissions.net,
     ]);
     flags.push(`--allow-net=${net.join(",")}`);

@@ -9,7 +9,6 @@
  */
 
 import { Buffer } from "node:buffer";
-import { messageWithCauses } from "../../lib/util/logging.ts";
 import type { Credentials, CredentialSource } from "./credentials.ts";
 import { MANIFEST_ACCEPT, sha256Digest } from "./image.ts";
 import { isLoopbackRegistry, manifestName } from "./reference.ts";
@@ -438,4 +437,25 @@ export class RegistryClient {
     }
     return digest;
   }
+}
+
+/** How many causes deep messageWithCauses reads. */
+const MAX_CAUSES = 8;
+
+/**
+ * The messages of an error and its causes joined with ": ", each said once, e.g. `fetch failed:
+ * connect ECONNREFUSED 127.0.0.1:5000`: for a runtime's error whose message alone (`fetch
+ * failed`) leaves the reason in its cause.
+ */
+function messageWithCauses(err: unknown): string {
+  const parts: string[] = [];
+  let current: unknown = err;
+  for (let depth = 0; current !== undefined && current !== null; depth++) {
+    const message = current instanceof Error ? current.message : String(current);
+    // A cause's message often repeats its wrapper's ("fetch failed: x" caused by "x").
+    if (message !== "" && !parts.some((part) => part.includes(message))) parts.push(message);
+    if (!(current instanceof Error) || depth >= MAX_CAUSES) break;
+    current = current.cause;
+  }
+  return parts.join(": ");
 }

@@ -298,7 +298,7 @@ export interface OwnerReferenceOptions {
 
 /** The namespace of `obj` as its scope says: `""` for a cluster-scoped object. */
 function scopedNamespace(
-  obj: KubeObject,
+  obj: KubeObject | DeepReadonly<KubeObject>,
   type: ResourceType<KubeObject> | undefined,
   role: string,
 ): string {
@@ -313,7 +313,11 @@ function scopedNamespace(
 }
 
 /** Controller-runtime's `validateOwner`: no cross-namespace owners, no namespaced owner of a cluster-scoped object. */
-function validateOwner(owner: KubeObject, obj: KubeObject, options: OwnerReferenceOptions): void {
+function validateOwner(
+  owner: KubeObject | DeepReadonly<KubeObject>,
+  obj: KubeObject,
+  options: OwnerReferenceOptions,
+): void {
   const ownerNamespace = scopedNamespace(owner, options.ownerType, "owner");
   if (!ownerNamespace) return;
   const objectNamespace = scopedNamespace(obj, options.objectType, "object");
@@ -332,7 +336,7 @@ function validateOwner(owner: KubeObject, obj: KubeObject, options: OwnerReferen
 }
 
 /** A reference to `owner`, without `controller` and `blockOwnerDeletion`. */
-function referenceTo(owner: KubeObject, what: string): OwnerReference {
+function referenceTo(owner: KubeObject | DeepReadonly<KubeObject>, what: string): OwnerReference {
   const missing = [
     ["apiVersion", owner.apiVersion],
     ["kind", owner.kind],
@@ -436,7 +440,7 @@ export function getControllerOf(obj: KubeObject): DeepReadonly<OwnerReference> |
  * ```
  */
 export function setControllerReference<T extends KubeObject>(
-  owner: KubeObject,
+  owner: KubeObject | DeepReadonly<KubeObject>,
   controlled: T,
   options: OwnerReferenceOptions = {},
 ): T {
@@ -474,7 +478,7 @@ export function setControllerReference<T extends KubeObject>(
  * ```
  */
 export function setOwnerReference<T extends KubeObject>(
-  owner: KubeObject,
+  owner: KubeObject | DeepReadonly<KubeObject>,
   obj: T,
   options: OwnerReferenceOptions = {},
 ): T {

@@ -130,24 +130,6 @@ export function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-/**
- * The messages of an error and its causes joined with ": ", each said once, e.g. `fetch failed:
- * connect ECONNREFUSED 127.0.0.1:5000`: for a runtime's error whose message alone (`fetch
- * failed`) leaves the reason in its cause. Internal: the CLI's registry client uses it.
- */
-export function messageWithCauses(err: unknown): string {
-  const parts: string[] = [];
-  let current: unknown = err;
-  for (let depth = 0; current !== undefined && current !== null; depth++) {
-    const message = current instanceof Error ? current.message : String(current);
-    // A cause's message often repeats its wrapper's ("fetch failed: x" caused by "x").
-    if (message !== "" && !parts.some((part) => part.includes(message))) parts.push(message);
-    if (!(current instanceof Error) || depth >= MAX_CAUSE_DEPTH) break;
-    current = current.cause;
-  }
-  return parts.join(": ");
-}
-
 /** `Name: message (caused by Name: message)`, for an error inside a rendered message. */
 function renderError(err: Error): string {
   let text = `${err.name}: ${err.message}`;

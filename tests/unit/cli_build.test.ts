@@ -128,7 +128,7 @@ describe("build with Deno", () => {
     assert.equal(plan.command, "/usr/bin/deno");
     assert.deepEqual(plan.args, [
       "compile",
-      "--allow-net=0.0.0.0:8080,0.0.0.0:8081,10.96.0.1:443",
+      "--allow-net=0.0.0.0:8080,0.0.0.0:8081,10.96.0.1:443,127.0.0.1",
       "--allow-read=/var/run/secrets/kubernetes.io/serviceaccount",
       `--allow-env=${[...OPERATOR_ENV, "LOG_FORMAT"].sort().join(",")}`,
       "--allow-sys=homedir,hostname",
@@ -184,7 +184,7 @@ describe("build with Deno", () => {
       { apiServers: ["api.example.com:6443"], read: ["/home/me/.kube/config"] },
     );
     assert.deepEqual(flags.slice(0, 2), [
-      "--allow-net=127.0.0.1:9090,[::]:9091,api.example.com:6443,hooks.example.com:443",
+      "--allow-net=127.0.0.1,127.0.0.1:9090,[::]:9091,api.example.com:6443,hooks.example.com:443",
       "--allow-read=/etc/operator,/home/me/.kube/config,/var/run/secrets/kubernetes.io/serviceaccount",
     ]);
     assert.match(flags[2], /,LOG_FORMAT,.*,TEAM$/);
@@ -202,7 +202,7 @@ describe("build with Deno", () => {
       { ...settings, metricsBindAddress: "0" },
       { apiServers: ["10.0.0.1:443"] },
     );
-    assert.equal(flags[0], "--allow-net=0.0.0.0:8081,10.0.0.1:443");
+    assert.equal(flags[0], "--allow-net=0.0.0.0:8081,10.0.0.1:443,127.0.0.1");
   });
 });
 

@@ -59,7 +59,7 @@ export function desiredDeployment(site: DeepReadonly<Website>, contentVersion: s
       },
     },
   };
-  return setControllerReference(site as Website, deployment);
+  return setControllerReference(site, deployment);
 }
 
 /** The Service in front of a Website's pods. */
@@ -70,7 +70,7 @@ export function desiredService(site: DeepReadonly<Website>): Service {
     metadata: { name: site.metadata!.name, namespace: site.metadata!.namespace },
     spec: { selector: podLabels(site), ports: [{ name: "http", port: 80 }] },
   };
-  return setControllerReference(site as Website, service);
+  return setControllerReference(site, service);
 }
 
 /** Whether `have` holds every field of `want` with the same value (lists item by item). */
@@ -81,8 +81,7 @@ export function holds(have: unknown, want: unknown): boolean {
   }
   if (want !== null && typeof want === "object") {
     if (have === null || typeof have !== "object") return false;
-    const fields = have as Record<string, unknown>;
-    return Object.entries(want).every(([key, value]) => holds(fields[key], value));
+    return Object.entries(want).every(([key, value]) => holds(Reflect.get(have, key), value));
   }
   return have === want;
 }
