@@ -21,6 +21,7 @@ import { getLogger } from "@logtape/logtape";
 import { type Clock, realClock } from "../util/clock.ts";
 import type { Runnable } from "../util/runnable.ts";
 import type { TLSPair } from "./types.ts";
+import { errorMessage } from "../util/logging.ts";
 
 /** Milliseconds between two checks of the certificate files (controller-runtime: 10 s). */
 export const DEFAULT_CERT_POLL_INTERVAL_MS = 10_000;
@@ -136,7 +137,7 @@ export class CertWatcher implements Runnable {
       this.reload().catch((err) => {
         log.error("Checking the certificate in {dir} failed: {error}", {
           dir: this.#dir,
-          error: reason(err),
+          error: errorMessage(err),
         });
       }).finally(() => {
         if (again) {
@@ -158,14 +159,14 @@ export class CertWatcher implements Runnable {
       watcher.on("error", (err) => {
         log.debug("Watching {dir} failed, polling alone: {error}", {
           dir: this.#dir,
-          error: reason(err),
+          error: errorMessage(err),
         });
         watcher?.close();
       });
     } catch (err) {
       log.debug("Cannot watch {dir}, polling alone: {error}", {
         dir: this.#dir,
-        error: reason(err),
+        error: errorMessage(err),
       });
     }
     await new Promise<void>((resolve) =>
@@ -188,7 +189,7 @@ export class CertWatcher implements Runnable {
       if (pair.cert === this.#current?.cert && pair.key === this.#current?.key) return false;
       checkPair(pair, this.certPath, this.keyPath);
     } catch (err) {
-      log.warn("Keeping the current certificate: {reason}", { reason: reason(err) });
+      log.warn("Keeping the current certificate: {reason}", { reason: errorMessage(err) });
       return false;
     }
     try {
@@ -196,7 +197,7 @@ export class CertWatcher implements Runnable {
     } catch (err) {
       log.warn("The new certificate in {dir} cannot be served, keeping the current one: {reason}", {
         dir: this.#dir,
-        reason: reason(err),
+        reason: errorMessage(err),
       });
       return false;
     }
@@ -236,7 +237,7 @@ function checkPair(pair: TLSPair, certPath: string, keyPath: string): void {
   try {
     certificate = new X509Certificate(pair.cert);
   } catch (err) {
-    throw new Error(`the TLS certificate ${certPath} cannot be parsed (${reason(err)})`);
+    throw new Error(`the TLS certificate ${certPath} cannot be parsed (${errorMessage(err)})`);
   }
   let key: ReturnType<typeof createPrivateKey>;
   try {
@@ -248,8 +249,4 @@ function checkPair(pair: TLSPair, certPath: string, keyPath: string): void {
   if (!certificate.checkPrivateKey(key)) {
     throw new Error(`the TLS key ${keyPath} is not the key of the certificate ${certPath}`);
   }
-}
-
-function reason(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

@@ -14,6 +14,7 @@ import { namesNoHost, parseAddress, urlOf } from "./address.ts";
 import { CertWatcher } from "./certwatcher.ts";
 import { Forwarder } from "./forwarder.ts";
 import type { Handler, TLSPair } from "./types.ts";
+import { errorMessage } from "../util/logging.ts";
 
 /** Milliseconds the requests in progress at a stop may take before their connections close. */
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
@@ -173,7 +174,7 @@ export class HTTPServer implements Runnable {
         watching = watcher.start(watcherStop.signal).catch((err) => {
           log.error("The {name} server's certificate watcher failed: {error}", {
             name: this.name,
-            error: message(err),
+            error: errorMessage(err),
           });
         });
       }
@@ -189,7 +190,7 @@ export class HTTPServer implements Runnable {
     } catch (err) {
       watcherStop.abort();
       const error = new Error(
-        `cannot serve ${this.name} on ${this.#options.address}: ${message(err)}`,
+        `cannot serve ${this.name} on ${this.#options.address}: ${errorMessage(err)}`,
         { cause: err },
       );
       this.#ready.reject(error);
@@ -262,10 +263,6 @@ export class HTTPServer implements Runnable {
   }
 
   #logFailure(error: unknown): void {
-    log.error("A {name} request failed: {error}", { name: this.name, error: message(error) });
+    log.error("A {name} request failed: {error}", { name: this.name, error: errorMessage(error) });
   }
-}
-
-function message(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
