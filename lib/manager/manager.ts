@@ -34,6 +34,7 @@ import type { AuthProvider, KubeConfig } from "../kube/config/types.ts";
 import { loadConfig } from "../kube/config/load.ts";
 import { RestClient } from "../kube/rest.ts";
 import { controllerMetrics } from "../metrics/controller.ts";
+import { informerMetrics } from "../metrics/informer.ts";
 import { leaderElectionMetrics } from "../metrics/leader_election.ts";
 import { registerProcessMetrics } from "../metrics/process.ts";
 import { type Registry, registry as defaultRegistry } from "../metrics/registry.ts";
@@ -246,6 +247,8 @@ export class Manager implements ControllerHost, WebhookHost {
   readonly #cache: Cache;
   readonly #client: CachedClient;
   readonly #registry: Registry;
+  /** Stops serving this manager's informers in `rudder_informer_*` (a later manager may). */
+  #stopInformerMetrics: () => void = () => {};
   readonly #healthz = new Checks("healthz");
   readonly #readyz = new Checks("readyz");
   readonly #runnables = new Runnables();
@@ -432,6 +435,7 @@ export class Manager implements ControllerHost, WebhookHost {
     const abandonLeaders = failure instanceof LeaderElectionLostError;
     const { stillRunning } = await this.#runnables.stop({ gracePeriod, abandonLeaders });
     stopListening();
+    this.#stopInformerMetrics();
     this.#rest.close();
     this.#elected.reject(new Error("the manager stopped"));
     if (stillRunning.length > 0) {
@@ -525,6 +529,7 @@ export class Manager implements ControllerHost, WebhookHost {
     const address = options.metricsBindAddress ?? DEFAULT_METRICS_BIND_ADDRESS;
     if (address === "0") return undefined;
     registerProcessMetrics(this.#registry);
+    this.#stopInformerMetrics = informerMetrics(() => this.#cache.health(), this.#registry);
     const name = "metrics";
     if (options.metricsServing === "insecure-http") {
       this.#log.warn(
