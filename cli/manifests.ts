@@ -13,7 +13,9 @@
  *   8443;
  * - a ServiceAccount; a Namespace that enforces the `restricted` Pod Security Standard; a
  *   hardened Deployment; a webhook Service when the operator serves webhooks; and a
- *   `kustomization.yaml` over all of it.
+ *   `kustomization.yaml` over all of it;
+ * - with metrics on, a Grafana dashboard (`grafana/`, see `dashboards.ts`): its JSON, and a
+ *   ConfigMap with it for Grafana's sidecar.
  *
  * The same input gives the same bytes.
  *
@@ -33,6 +35,7 @@ import {
   stringFlag,
   UsageError,
 } from "./args.ts";
+import { dashboardManifests } from "./dashboards.ts";
 import { type DiscoveredController, type Discovery, discoveryScript } from "./discover.ts";
 import { parseReference } from "./oci/reference.ts";
 import {
@@ -238,12 +241,13 @@ const RBAC_GROUP = "rbac.authorization.k8s.io";
 
 /**
  * Every file of the manifests, by path relative to the output directory: `crd/…`, `rbac/…`,
- * `manager/…`, `webhook/…` (only with webhooks) and `kustomization.yaml`.
+ * `manager/…`, `webhook/…` (only with webhooks), `grafana/…` (only with metrics) and
+ * `kustomization.yaml`. `sharded` adds the shard ring's panels to the dashboard.
  */
 export function generateManifests(
   settings: ManifestSettings,
   discovery: Discovery,
-  options: { certMode?: CertMode } = {},
+  options: { certMode?: CertMode; sharded?: boolean } = {},
 ): Map<string, string> {
   const selector = {
     "app.kubernetes.io/name": settings.name,
@@ -264,6 +268,14 @@ export function generateManifests(
       })
       : undefined,
   };
+  const dashboards = ctx.metricsPort
+    ? dashboardManifests({
+      name: settings.name,
+      namespace: settings.namespace,
+      webhooks: ctx.webhooks !== undefined,
+      sharded: options.sharded ?? false,
+    }, labels)
+    : undefined;
   const manifests: Manifest[] = [
     // The namespace first: the objects after it live there (kustomize sorts so too).
     namespaceManifest(ctx),
@@ -278,10 +290,13 @@ export function generateManifests(
     deploymentManifest(ctx),
     ...metricsServiceManifests(ctx),
     ...ctx.webhooks?.files ?? [],
+    ...dashboards ? [dashboards.configMap] : [],
   ];
   const files = new Map(manifests.map(([path, object]) => [path, toYAML(object)]));
   const [path, kustomization] = kustomizationManifest(ctx, [...files.keys()]);
   files.set(path, toYAML(kustomization));
+  // Not a resource of the kustomization: the same dashboard, to import by hand.
+  if (dashboards) files.set(...dashboards.json);
   return files;
 }
 
