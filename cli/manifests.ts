@@ -609,7 +609,8 @@ export function writeManifests(outDir: string, files: Map<string, string>): stri
 /** `rudder manifests`. */
 export const manifestsSpec: CommandSpec = {
   name: "manifests",
-  summary: "write the CRDs, RBAC, Deployment and kustomization.yaml of the operator",
+  summary: "write the CRDs, RBAC, Deployment, Grafana dashboard and kustomization.yaml of the " +
+    "operator",
   positionals: [],
   flags: {
     dir: PROJECT_DIR_FLAG,
