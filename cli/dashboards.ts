@@ -39,8 +39,10 @@ interface PanelSpec {
   description: string;
   queries: Query[];
   unit: string;
-  /** The value from which the panel is red; none: it never is. */
+  /** The value from which the panel is red. */
   red?: number;
+  /** The value below which the panel is red. */
+  redBelow?: number;
   /** `stat` for a single current value per series; default `timeseries`. */
   kind?: "timeseries" | "stat";
 }
@@ -109,7 +111,7 @@ function reconcileRow(): RowSpec {
       {
         title: "Reconcile errors",
         description: "Errors returned by reconcilers, terminal errors, panics and timeouts per " +
-          "second. Red on any panic: read the operator's logs for the stack and fix the bug.",
+          "second. Red from 0.001/s: read the operator's logs, which name each failing object.",
         queries: [
           {
             expr: rate("controller_runtime_reconcile_errors_total", "controller"),
@@ -288,6 +290,8 @@ function apiRow(): RowSpec {
           legend: "{{name}}",
         }],
         unit: "short",
+        redBelow: 1,
+        red: 2,
         kind: "stat",
       },
       {
@@ -355,6 +359,7 @@ function informerRow(): RowSpec {
           legend: "{{name}}",
         }],
         unit: "short",
+        redBelow: 1,
         kind: "stat",
       },
       {
@@ -372,7 +377,7 @@ function informerRow(): RowSpec {
       {
         title: "Informer watch restarts",
         description: "Watches started per second. A healthy watch restarts every 4 to 5 " +
-          "minutes; red above one every 20 s: something ends watches early (a proxy's idle " +
+          "minutes. Red above one every 20 s: something ends watches early (a proxy's idle " +
           "timeout, API server restarts).",
         queries: [{ expr: rate("rudder_informer_watches_total", "name"), legend: "{{name}}" }],
         unit: "ops",
@@ -462,6 +467,7 @@ function shardingRow(): RowSpec {
           legend: "{{ring}} {{shard}}",
         }],
         unit: "short",
+        redBelow: 1,
         kind: "stat",
       },
       {
@@ -518,13 +524,17 @@ function rows(options: DashboardOptions): RowSpec[] {
 
 /** A Grafana panel from a spec, at `gridPos`. */
 function panel(spec: PanelSpec, id: number, gridPos: Record<string, number>) {
+  // Grafana's steps: each colour holds from its value up to the next step's.
   const thresholds = {
     mode: "absolute",
     steps: [
-      { color: "green", value: null },
+      ...(spec.redBelow === undefined
+        ? [{ color: "green", value: null }]
+        : [{ color: "red", value: null }, { color: "green", value: spec.redBelow }]),
       ...(spec.red === undefined ? [] : [{ color: "red", value: spec.red }]),
     ],
   };
+  const hasRed = spec.red !== undefined || spec.redBelow !== undefined;
   const targets = spec.queries.map((query, i) => ({
     datasource: DATASOURCE,
     expr: query.expr,
@@ -567,7 +577,7 @@ function panel(spec: PanelSpec, id: number, gridPos: Record<string, number>) {
           drawStyle: "line",
           fillOpacity: 10,
           showPoints: "never",
-          thresholdsStyle: { mode: spec.red === undefined ? "off" : "line+area" },
+          thresholdsStyle: { mode: hasRed ? "line+area" : "off" },
         },
       },
       overrides: [],

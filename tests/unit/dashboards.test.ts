@@ -48,6 +48,9 @@ type Panel = {
   description?: string;
   datasource?: { type: string; uid: string };
   targets?: { expr: string; datasource: { uid: string } }[];
+  fieldConfig?: {
+    defaults: { thresholds: { steps: { color: string; value: number | null }[] } };
+  };
 };
 
 function panelsOf(dashboard: Record<string, unknown>): Panel[] {
@@ -169,6 +172,24 @@ describe("the operator's Grafana dashboard", () => {
         }
       }
     }
+  });
+
+  it("turns a panel red exactly when its description says when", () => {
+    for (const panel of panelsOf(operatorDashboard(VARIANTS[3]))) {
+      if (panel.type === "row") continue;
+      const steps = panel.fieldConfig!.defaults.thresholds.steps;
+      const red = steps.some((step) => step.color === "red");
+      assert.equal(red, !/No red/.test(panel.description!), `${panel.title}: ${panel.description}`);
+      assert.equal(/\bRed\b/.test(panel.description!), red, panel.title);
+      const values = steps.slice(1).map((step) => step.value!);
+      assert.deepEqual(values, [...values].sort((a, b) => a - b), `${panel.title}: ascending`);
+    }
+    const leaders = panelsOf(operatorDashboard(VARIANTS[0])).find((p) => p.title === "Leaders")!;
+    assert.deepEqual(leaders.fieldConfig!.defaults.thresholds.steps, [
+      { color: "red", value: null },
+      { color: "green", value: 1 },
+      { color: "red", value: 2 },
+    ]);
   });
 
   it("has the panels the guide explains, each under a heading of its title", () => {
