@@ -1,8 +1,8 @@
 /**
  * `deno task setup`: everything a fresh clone needs before tests or the demo run — the npm
  * packages (Bun among them) in node_modules, the control-plane binaries and the PromQL checker
- * (tools/promql). Idempotent: a
- * second run only checks. Prints the directory of the control-plane binaries on its last line.
+ * (tools/promql). Idempotent: a second run only checks. Prints the directory of the control-plane
+ * binaries on its last line.
  *
  * @module
  */

@@ -94,8 +94,10 @@ before(async () => {
     readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
       e.isDirectory() ? walk(join(dir, e.name)) : [join(dir, e.name)]
     );
-  // config/samples/ holds sample objects for users (rudder init's), not the manifests.
+  // config/samples/ holds sample objects for users (rudder init's), not the manifests; the
+  // Grafana dashboard's .json file is for importing by hand (its ConfigMap is a .yaml).
   const files = walk(join(project, "config"))
+    .filter((f) => f.endsWith(".yaml"))
     .filter((f) => !f.endsWith("kustomization.yaml") && !f.includes("/samples/"))
     .sort((a, b) => (a.includes("namespace.yaml") ? -1 : b.includes("namespace.yaml") ? 1 : 0));
   for (const file of files) {
