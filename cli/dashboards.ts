@@ -597,7 +597,7 @@ function labelVariable(name: string, label: string, query: string) {
     type: "query",
     datasource: DATASOURCE,
     definition: query,
-    query: { query, refId: `${name}-variable` },
+    query,
     refresh: 2,
     includeAll: false,
     multi: false,
