@@ -2,7 +2,9 @@
  * Prometheus metrics with controller-runtime's names, exactly, so existing dashboards work. A
  * manager serves its {@linkcode registry} (the global one) on `/metrics` with the
  * `controller_runtime_*`, `workqueue_*`, `rest_client_*`, `leader_election_*` and process
- * families; an operator registers its own counters, gauges and histograms on it.
+ * families, and the health of its informers' watches (`rudder_informer_healthy`,
+ * `rudder_informer_lists_total`, `rudder_informer_watches_total`); an operator registers its own
+ * counters, gauges and histograms on it.
  *
  * @example A metric of one's own
  * ```ts

@@ -16,6 +16,7 @@ import {
 import { type Client, newClient } from "../../lib/client/client.ts";
 import { newControllerManagedBy } from "../../lib/controller/builder.ts";
 import type { KubeConfig } from "../../lib/kube/config/types.ts";
+import { ApiError } from "../../lib/kube/errors.ts";
 import { RestClient } from "../../lib/kube/rest.ts";
 import { Manager } from "../../lib/manager/manager.ts";
 import { Registry } from "../../lib/metrics/registry.ts";
@@ -170,8 +171,8 @@ describe("the generated dashboard", () => {
                 data: { forbidden: "yes" },
               }, { dryRun: true });
               return false;
-            } catch {
-              return true;
+            } catch (err) {
+              return err instanceof ApiError && err.message.includes("no forbidden key");
             }
           },
           60_000,
