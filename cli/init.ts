@@ -29,6 +29,11 @@ import {
 export const DEPENDENCY_VERSIONS: DependencyVersions = {
   zod: "4.6.7",
   "@logtape/logtape": "2.4.2",
+  "@opentelemetry/api": "1.10.0",
+  "@opentelemetry/context-async-hooks": "3.1.1",
+  "@opentelemetry/exporter-trace-otlp-http": "0.301.2",
+  "@opentelemetry/resources": "3.1.1",
+  "@opentelemetry/sdk-trace": "3.1.1",
 };
 
 /** The files a checkout must have for `--local` to work. */

@@ -1,7 +1,8 @@
 /**
  * `deno task setup`: everything a fresh clone needs before tests or the demo run — the npm
- * packages (Bun among them) in node_modules, and the control-plane binaries. Idempotent: a
- * second run only checks. Prints the directory of the control-plane binaries on its last line.
+ * packages (Bun among them) in node_modules, the control-plane binaries and the trace backend
+ * (Jaeger). Idempotent: a second run only checks. Prints the directory of the control-plane
+ * binaries on its last line.
  *
  * @module
  */
@@ -12,6 +13,7 @@ import { dirname, join } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { ensureEnvtestBinaries } from "./envtest/build.ts";
+import { ensureJaegerBinary } from "./jaeger/build.ts";
 
 /** The repository root. */
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -78,6 +80,7 @@ export function ensureDenoLauncherLink(): void {
 export async function setup(): Promise<string> {
   ensureNodeModules();
   ensureDenoLauncherLink();
+  await ensureJaegerBinary(); // the trace backend of tests/integration/tracing.test.ts
   return await ensureEnvtestBinaries();
 }
 
