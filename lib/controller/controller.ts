@@ -40,6 +40,7 @@ import {
   recordError,
   type Span,
   type SpanContext,
+  tracingEnabled,
   withSpan,
 } from "../util/tracing.ts";
 
@@ -212,6 +213,7 @@ export class Controller implements Runnable {
   }
 
   #noteTrigger(request: Request, addedAt: number | undefined): void {
+    if (!tracingEnabled()) return;
     const key = requestKey(request);
     const object = eventObject();
     const previous = this.#triggers.get(key);
@@ -304,8 +306,11 @@ export class Controller implements Runnable {
   /** Reconciles once, in a span of its own; a requeue keeps the priority the request came out with. */
   async #reconcileOne(request: Request, priority: number, stopping: AbortSignal): Promise<void> {
     const reconcileID = crypto.randomUUID();
-    const trigger = this.#triggers.get(requestKey(request));
-    this.#triggers.delete(requestKey(request));
+    let trigger: Trigger | undefined;
+    if (this.#triggers.size > 0) {
+      trigger = this.#triggers.get(requestKey(request));
+      this.#triggers.delete(requestKey(request));
+    }
     const startedAt = performance.now();
     await withSpan(`reconcile ${this.name}`, {
       root: true,

@@ -13,8 +13,10 @@ import {
   type Attributes,
   type Context,
   context,
+  INVALID_SPAN_CONTEXT,
   type Link,
   propagation,
+  ProxyTracerProvider,
   type Span,
   type SpanContext,
   SpanKind,
@@ -33,6 +35,22 @@ export type { Span, SpanContext };
  */
 function tracer(): Tracer {
   return trace.getTracer("rudder", VERSION);
+}
+
+/** What a proxy tracer provider delegates to while no SDK is registered: the API's no-op. */
+const NO_SDK = new ProxyTracerProvider().getDelegate();
+
+/** A span that records nothing, for the calls made while no SDK is registered. */
+const NOT_RECORDING: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+
+/**
+ * False while no SDK is registered, when every span would be the API's no-op anyway: then the
+ * call sites skip even that (the span objects, the context switch, the bookkeeping of what
+ * queued a request). A provider that is not the API's own proxy counts as registered.
+ */
+export function tracingEnabled(): boolean {
+  const provider = trace.getTracerProvider();
+  return !(provider instanceof ProxyTracerProvider) || provider.getDelegate() !== NO_SDK;
 }
 
 /** How a span starts. */
@@ -58,6 +76,7 @@ export function withSpan<T>(
   start: SpanStart,
   fn: (span: Span) => Promise<T>,
 ): Promise<T> {
+  if (!tracingEnabled()) return fn(NOT_RECORDING);
   const options = { kind: start.kind, links: start.links, root: start.root };
   const run = async (span: Span): Promise<T> => {
     if (start.attributes && span.isRecording()) span.setAttributes(start.attributes());
@@ -77,6 +96,7 @@ export function withSpan<T>(
 
 /** Starts a span that is not made active (one whose work is not a single call: a list). */
 export function startSpan(name: string, start: SpanStart = {}): Span {
+  if (!tracingEnabled()) return NOT_RECORDING;
   const span = tracer().startSpan(name, { kind: start.kind, links: start.links, root: start.root });
   if (start.attributes && span.isRecording()) span.setAttributes(start.attributes());
   return span;
