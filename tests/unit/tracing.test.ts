@@ -16,6 +16,7 @@ import { Reflector } from "../../lib/cache/reflector.ts";
 import { Store } from "../../lib/cache/store.ts";
 import type { ConfigMap } from "../../lib/api/builtins.ts";
 import { admissionHandler, allowed, denied } from "../../lib/webhook/admission.ts";
+import { conversionHandler, ConversionRegistry } from "../../lib/webhook/conversion.ts";
 import { formatDevLogRecord, formatJsonLogRecord } from "../../lib/util/logging.ts";
 import { duringEvent } from "../../lib/util/tracing.ts";
 import { installTestTracing, spansNamed } from "../support/tracing.ts";
@@ -287,8 +288,8 @@ describe("informer list spans", () => {
   });
 });
 
-describe("admission spans", () => {
-  it("tell the kind, operation, decision and denial message", TIMEOUT, async () => {
+describe("webhook spans", () => {
+  it("tell an admission's kind, operation, decision and denial message", TIMEOUT, async () => {
     exporter.reset();
     const handler = admissionHandler((request) =>
       request.name === "bad" ? denied("bad names are not allowed") : allowed()
@@ -324,4 +325,33 @@ describe("admission spans", () => {
     assert.equal(good.attributes["rudder.admission.allowed"], true);
     assert.equal(good.attributes["rudder.admission.denial"], undefined);
   });
+
+  it(
+    "tell a conversion's version asked for, its objects and its failure",
+    TIMEOUT,
+    async () => {
+      exporter.reset();
+      const handler = conversionHandler(new ConversionRegistry());
+      const response = await handler(
+        new Request("https://webhook.test/convert", {
+          method: "POST",
+          headers: { "Content-Type": "application/json" },
+          body: JSON.stringify({
+            apiVersion: "apiextensions.k8s.io/v1",
+            kind: "ConversionReview",
+            request: {
+              uid: "u1",
+              desiredAPIVersion: "example.com/v2",
+              objects: [{ apiVersion: "example.com/v1", kind: "Widget", metadata: { name: "a" } }],
+            },
+          }),
+        }),
+      );
+      assert.equal((await response.json()).response.result.status, "Failure");
+      const [span] = spansNamed(exporter, "conversion to example.com/v2");
+      assert.equal(span.attributes["rudder.conversion.objects"], 1);
+      assert.equal(span.attributes["url.path"], "/convert");
+      assert.equal(span.status.code, SpanStatusCode.ERROR);
+    },
+  );
 });
