@@ -150,8 +150,10 @@ function renderError(err: Error): string {
  * record was written in; ids already in the properties (a record carried elsewhere) win.
  */
 function traceIdsFor(record: LogRecord): { trace_id: string; span_id: string } | undefined {
-  const properties = record.properties as Record<string, unknown>;
-  if (typeof properties.trace_id === "string") return undefined;
+  const { trace_id, span_id } = record.properties as Record<string, unknown>;
+  if (typeof trace_id === "string") {
+    return { trace_id, span_id: typeof span_id === "string" ? span_id : "" };
+  }
   return activeTraceIds();
 }
 

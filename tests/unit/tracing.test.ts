@@ -212,6 +212,32 @@ describe("reconcile spans", () => {
     },
   );
 
+  it("keeps ids a record already carries, in both formats", TIMEOUT, () => {
+    const carried = {
+      category: ["rudder"],
+      level: "info" as const,
+      timestamp: 0,
+      rawMessage: "hello",
+      message: ["hello"],
+      properties: { trace_id: "4bf92f3577b34da6a3ce929d0e0e4736", span_id: "00f067aa0ba902b7" },
+    };
+    const inside = (fn: () => string) =>
+      trace.getTracer("test").startActiveSpan("elsewhere", (span) => {
+        try {
+          return fn();
+        } finally {
+          span.end();
+        }
+      });
+    const json = JSON.parse(inside(() => formatJsonLogRecord(carried)));
+    assert.equal(json.properties.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
+    assert.equal(json.properties.span_id, "00f067aa0ba902b7");
+    assert.match(
+      inside(() => formatDevLogRecord(carried)),
+      /hello trace_id=4bf92f3577b34da6a3ce929d0e0e4736 span_id=00f067aa0ba902b7\n$/,
+    );
+  });
+
   it("writes no trace ids for a record outside a span", TIMEOUT, () => {
     const line = formatJsonLogRecord({
       category: ["rudder"],
