@@ -24,6 +24,7 @@ import {
   statSync,
   writeFileSync,
 } from "node:fs";
+import { createServer as createHttpServer } from "node:http";
 import os from "node:os";
 import { dirname, join } from "node:path";
 import process from "node:process";
@@ -106,6 +107,29 @@ function denoCommand(script: string, v8Flags: readonly string[] = []): string[] 
   ];
 }
 
+/**
+ * An OTLP/HTTP endpoint that answers every export with 200 and keeps nothing, for the tracing
+ * variants: the spans' cost to the operator includes sending them, not a collector's work.
+ * Its address reaches the contenders as RUDDER_BENCH_OTLP_ENDPOINT in the harness's environment.
+ */
+function startDiscardingCollector(): void {
+  if (process.env.RUDDER_BENCH_OTLP_ENDPOINT) return;
+  const server = createHttpServer((request, response) => {
+    request.resume();
+    request.on("end", () => {
+      response.writeHead(200, { "Content-Type": "application/json" });
+      response.end("{}");
+    });
+  });
+  server.listen(0, "127.0.0.1", () => {
+    const address = server.address();
+    if (typeof address === "object" && address) {
+      process.env.RUDDER_BENCH_OTLP_ENDPOINT = `http://127.0.0.1:${address.port}`;
+    }
+  });
+  server.unref();
+}
+
 let goBinary = "";
 let bunBinary = "";
 const bunVariantBinaries: Record<string, string> = {};
@@ -186,6 +210,7 @@ function contenders(): Contender[] {
     command: () => string[];
     env?: Readonly<Record<string, string>>;
     measures: Measure[];
+    prepare?: () => void;
   }[] = [
     {
       name: "rudder-deno:v8-defaults",
@@ -262,6 +287,16 @@ function contenders(): Contender[] {
           command: () => [...rudder(), "--streaming-list"],
           env,
           measures: ["sync", "relist"] as Measure[],
+        },
+        {
+          // The OpenTelemetry SDK registered (examples/example-operator/tracing.ts), every span
+          // batched and sent over OTLP/HTTP to a collector in the harness that discards them.
+          name: `rudder-${runtime}:otel`,
+          label: `Rudder (${Runtime}), tracing on: the OpenTelemetry SDK and its OTLP exporter`,
+          prepare: startDiscardingCollector,
+          command: rudder,
+          env: { ...env, RUDDER_BENCH_TRACING: "1" },
+          measures: ["reconcile-1", "reconcile-10", "startup"] as Measure[],
         },
         {
           name: `rudder-${runtime}:list`,

@@ -29,6 +29,11 @@ import {
 export const DEPENDENCY_VERSIONS: DependencyVersions = {
   zod: "4.6.7",
   "@logtape/logtape": "2.4.2",
+  "@opentelemetry/api": "1.10.0",
+  "@opentelemetry/context-async-hooks": "3.1.1",
+  "@opentelemetry/exporter-trace-otlp-http": "0.301.2",
+  "@opentelemetry/resources": "3.1.1",
+  "@opentelemetry/sdk-trace": "3.1.1",
 };
 
 /** The files a checkout must have for `--local` to work. */
@@ -166,19 +171,22 @@ export function runInit(args: string[], io: CommandIO): number {
 /**
  * With `--local` the project resolves npm packages from the checkout (Deno's `nodeModulesDir:
  * "manual"`), and Deno's type checker then looks for Node's types in the project's own
- * `node_modules/@types/node`: link the checkout's there.
+ * `node_modules/@types/node`: link the checkout's there. Its `tracing.ts` imports the
+ * OpenTelemetry SDK, a dev dependency of the checkout: link the checkout's `@opentelemetry`.
  */
 function linkNodeTypes(checkout: string, dir: string, io: CommandIO): void {
-  const types = join(checkout, "node_modules", "@types", "node");
-  const link = join(dir, "node_modules", "@types", "node");
-  if (!existsSync(types)) {
-    io.err(
-      `warning: ${types} does not exist (run \`npm ci\` in the checkout); ` +
-        "until it does, `deno check` and `deno test` cannot find Node's types",
-    );
-    return;
+  for (const path of [join("@types", "node"), "@opentelemetry"]) {
+    const target = join(checkout, "node_modules", path);
+    const link = join(dir, "node_modules", path);
+    if (!existsSync(target)) {
+      io.err(
+        `warning: ${target} does not exist (run \`npm ci\` in the checkout); ` +
+          "until it does, `deno check` and `deno test` cannot find it",
+      );
+      continue;
+    }
+    if (existsSync(link)) continue;
+    mkdirSync(dirname(link), { recursive: true });
+    symlinkSync(target, link, "dir");
   }
-  if (existsSync(link)) return;
-  mkdirSync(dirname(link), { recursive: true });
-  symlinkSync(types, link, "dir");
 }

@@ -52,7 +52,22 @@ export interface ScaffoldOptions {
 export interface DependencyVersions {
   zod: string;
   "@logtape/logtape": string;
+  /** The OpenTelemetry packages `tracing.ts` loads when an OTLP endpoint is set. */
+  "@opentelemetry/api": string;
+  "@opentelemetry/context-async-hooks": string;
+  "@opentelemetry/exporter-trace-otlp-http": string;
+  "@opentelemetry/resources": string;
+  "@opentelemetry/sdk-trace": string;
 }
+
+/** The OpenTelemetry packages of {@linkcode DependencyVersions}. */
+const OTEL_PACKAGES = [
+  "@opentelemetry/api",
+  "@opentelemetry/context-async-hooks",
+  "@opentelemetry/exporter-trace-otlp-http",
+  "@opentelemetry/resources",
+  "@opentelemetry/sdk-trace",
+] as const;
 
 const JSR_PACKAGE = "@rudder/operator";
 
@@ -205,6 +220,7 @@ function denoJson(options: ScaffoldOptions, deps: DependencyVersions): string {
       // A jsr: entry also maps its subpaths (@rudder/operator/testing, /api, /cli, …).
       [JSR_PACKAGE]: src.main,
       "@logtape/logtape": `npm:@logtape/logtape@^${deps["@logtape/logtape"]}`,
+      ...Object.fromEntries(OTEL_PACKAGES.map((name) => [name, `npm:${name}@^${deps[name]}`])),
       zod: `npm:zod@^${deps.zod}`,
     };
   return json({
@@ -250,6 +266,7 @@ function packageJson(options: ScaffoldOptions, deps: DependencyVersions): string
       // JSR packages install from npm.jsr.io under the @jsr scope (see .npmrc).
       [JSR_PACKAGE]: `npm:@jsr/rudder__operator@^${VERSION}`,
       "@logtape/logtape": `^${deps["@logtape/logtape"]}`,
+      ...Object.fromEntries(OTEL_PACKAGES.map((name) => [name, `^${deps[name]}`])),
       zod: `^${deps.zod}`,
     },
   });
@@ -322,11 +339,22 @@ function rudderJson(options: ScaffoldOptions): string {
         apiServers: [],
         net: [...WEBHOOK_PERMISSIONS.net],
         read: [...WEBHOOK_PERMISSIONS.read],
-        env: [...new Set(["LOG_FORMAT", "METRICS_SERVING", ...WEBHOOK_PERMISSIONS.env])].sort(),
+        env: [...new Set([...PROJECT_ENV, ...WEBHOOK_PERMISSIONS.env])].sort(),
       }
-      : { apiServers: [], net: [], read: [], env: ["LOG_FORMAT", "METRICS_SERVING"] },
+      : { apiServers: [], net: [], read: [], env: [...PROJECT_ENV] },
   });
 }
+
+/**
+ * The environment `main.ts` reads besides what `rudder build` always allows. A compiled Deno
+ * operator that sends traces needs more in `permissions` (see the tracing guide).
+ */
+const PROJECT_ENV = [
+  "LOG_FORMAT",
+  "METRICS_SERVING",
+  "OTEL_EXPORTER_OTLP_ENDPOINT",
+  "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+];
 
 /** Milliseconds bun test allows a test or hook that states no timeout of its own. */
 const BUN_TEST_TIMEOUT_MS = 300_000;
@@ -491,6 +519,7 @@ export function scaffold(
     ["tsconfig.json", tsconfigJson(options)],
     ["rudder.json", rudderJson(options)],
     ["main.ts", renderProjectFile("main.ts", options, templateFlags(options))],
+    ["tracing.ts", renderProjectFile("tracing.ts", options, templateFlags(options))],
     ...kindFiles(options),
     ["bunfig.toml", bunfigToml()],
     ["bun_test_setup.ts", bunTestSetup()],

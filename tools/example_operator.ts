@@ -28,7 +28,7 @@ export const EXAMPLE_OPTIONS: ScaffoldOptions = {
 export const EXAMPLE_DIR = "examples/example-operator";
 
 /** The generated files of the example, relative to {@linkcode EXAMPLE_DIR}. */
-export const GENERATED = ["controllers/example_controller.ts"];
+export const GENERATED = ["controllers/example_controller.ts", "tracing.ts"];
 
 /**
  * `source` (a scaffold file at `depth` directories below the project) with `@rudder/operator`

@@ -1,8 +1,8 @@
 /**
  * `deno task setup`: everything a fresh clone needs before tests or the demo run — the npm
- * packages (Bun among them) in node_modules, the control-plane binaries and the PromQL checker
- * (tools/promql). Idempotent: a second run only checks. Prints the directory of the control-plane
- * binaries on its last line.
+ * packages (Bun among them) in node_modules, the control-plane binaries, the PromQL checker
+ * (tools/promql) and the trace backend (Jaeger). Idempotent: a second run only checks. Prints the
+ * directory of the control-plane binaries on its last line.
  *
  * @module
  */
@@ -13,6 +13,7 @@ import { dirname, join } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { ensureEnvtestBinaries } from "./envtest/build.ts";
+import { ensureJaegerBinary } from "./jaeger/build.ts";
 import { ensurePromqlChecker } from "./promql/build.ts";
 
 /** The repository root. */
@@ -80,7 +81,8 @@ export function ensureDenoLauncherLink(): void {
 export async function setup(): Promise<string> {
   ensureNodeModules();
   ensureDenoLauncherLink();
-  await ensurePromqlChecker();
+  await ensurePromqlChecker(); // parses the dashboards' expressions in the tests
+  await ensureJaegerBinary(); // the trace backend of tests/integration/tracing.test.ts
   return await ensureEnvtestBinaries();
 }
 

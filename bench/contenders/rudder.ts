@@ -11,7 +11,8 @@
  * - `idle`: a Manager with that controller and `/readyz`, doing nothing.
  *
  * Rate limits are off (a limiter that never waits); the cache drops managedFields (its default,
- * which the Go peer sets too).
+ * which the Go peer sets too). With RUDDER_BENCH_TRACING set, the OpenTelemetry SDK is
+ * registered first and sends every span to RUDDER_BENCH_OTLP_ENDPOINT.
  *
  * @module
  */
@@ -174,6 +175,11 @@ async function runController(args: ContenderArgs): Promise<void> {
 }
 
 const args = contenderArgs();
+// The tracing variants (rudder-*:otel): the scaffold's SDK set-up, sending to the harness.
+if (process.env.RUDDER_BENCH_TRACING && process.env.RUDDER_BENCH_OTLP_ENDPOINT) {
+  process.env.OTEL_EXPORTER_OTLP_ENDPOINT = process.env.RUDDER_BENCH_OTLP_ENDPOINT;
+  (await import("../../examples/example-operator/tracing.ts")).startTracing();
+}
 if (args.mode === "sync") await runSync(args);
 else await runController(args);
 // bench/profile.ts takes a CPU profile over the inspector before the process goes away.

@@ -3,7 +3,8 @@
  * Outside a cluster, set LEADER_ELECTION_NAMESPACE (leader election needs a namespace for its Lease),
  * and METRICS_BIND_ADDRESS or HEALTH_PROBE_BIND_ADDRESS to move the servers. ENABLE_WEBHOOKS=true
  * serves the Example webhooks on :9443 (the Deployment `rudder manifests` writes sets it), with
- * the certificate from /tmp/k8s-webhook-server/serving-certs.
+ * the certificate from /tmp/k8s-webhook-server/serving-certs. OTEL_EXPORTER_OTLP_ENDPOINT sends
+ * OpenTelemetry traces there (tracing.ts).
  *
  * Run: MALLOC_MMAP_THRESHOLD_=131072 deno run -A --v8-flags=--max-semi-space-size=2
  * examples/example-operator/main.ts, or MIMALLOC_PURGE_DELAY=0 bun
@@ -55,12 +56,17 @@ export function createManager(
 }
 
 if (import.meta.main) {
+  // The OpenTelemetry SDK is loaded only when there is somewhere to send spans (tracing.ts).
+  const otlp = process.env.OTEL_EXPORTER_OTLP_ENDPOINT ||
+    process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+  const stopTracing = otlp ? (await import("./tracing.ts")).startTracing() : undefined;
   try {
     await configureLogging({
       dev: process.env.LOG_FORMAT === "dev",
       categories: [["example-operator"]],
     });
     await createManager().start(); // resolves after a graceful stop (SIGTERM/SIGINT)
+    await stopTracing?.();
   } catch (err) {
     // One line that names the problem: no stack trace, no page of bundled source.
     console.error(

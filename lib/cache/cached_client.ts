@@ -25,6 +25,8 @@
 import type { GroupVersionKind, KubeObject, ResourceType, Unstructured } from "../api/resource.ts";
 import { gvkKey, isResourceType } from "../api/resource.ts";
 import type { Cache } from "./cache.ts";
+import type { Attributes } from "@opentelemetry/api";
+import { withSpan } from "../util/tracing.ts";
 import type { DeepReadonly } from "../api/readonly.ts";
 import type {
   Client,
@@ -116,6 +118,29 @@ export interface CachedClientOptions {
   cacheUnstructured?: boolean;
 }
 
+/** The plural of a resource type; a bare group-version-kind has only its kind. */
+function resourceName(ref: ResourceRef<KubeObject>): string {
+  return isResourceType(ref) ? ref.plural : ref.kind;
+}
+
+/** A cache read's span attributes: a request's, with `rudder.cached`. */
+function cacheReadAttributes(
+  verb: "get" | "list",
+  ref: ResourceRef<KubeObject>,
+  namespace: string | undefined,
+  name?: string,
+): Attributes {
+  return {
+    "rudder.k8s.verb": verb,
+    "rudder.k8s.group": isResourceType(ref) ? ref.group : undefined,
+    "rudder.k8s.resource": isResourceType(ref) ? ref.plural : undefined,
+    "rudder.k8s.kind": ref.kind,
+    "k8s.namespace.name": namespace || undefined,
+    "rudder.k8s.name": name,
+    "rudder.cached": true,
+  };
+}
+
 class CacheBackedClient implements CachedClient {
   readonly cache: Cache;
   readonly apiReader: Client;
@@ -159,7 +184,11 @@ class CacheBackedClient implements CachedClient {
     options: GetOptions = {},
   ): Promise<unknown> {
     if (!this.#cached(ref)) return await this.apiReader.get(ref as GroupVersionKind, key, options);
-    return await this.cache.get(ref as GroupVersionKind, key, { signal: options.signal });
+    return await withSpan(
+      `get ${resourceName(ref)}`,
+      { attributes: () => cacheReadAttributes("get", ref, key.namespace, key.name) },
+      () => this.cache.get(ref as GroupVersionKind, key, { signal: options.signal }),
+    );
   }
 
   list<T extends KubeObject>(
@@ -172,7 +201,11 @@ class CacheBackedClient implements CachedClient {
   ): Promise<ObjectList<DeepReadonly<Unstructured>>>;
   async list(ref: ResourceRef<KubeObject>, options: ListOptions = {}): Promise<unknown> {
     if (!this.#cached(ref)) return await this.apiReader.list(ref as GroupVersionKind, options);
-    return await this.cache.list(ref as GroupVersionKind, options);
+    return await withSpan(
+      `list ${resourceName(ref)}`,
+      { attributes: () => cacheReadAttributes("list", ref, options.namespace) },
+      () => this.cache.list(ref as GroupVersionKind, options),
+    );
   }
 
   listAll<T extends KubeObject>(

@@ -118,6 +118,7 @@ export class Informer<T extends KubeObject> {
       dispatcher: this.#dispatcher,
       onChange: options.onChange,
       onReplace: options.onReplace,
+      description: this.#description,
     });
   }
 

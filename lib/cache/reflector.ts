@@ -14,6 +14,7 @@ import { deepFreeze, type DeepReadonly } from "../api/readonly.ts";
 import type { Dispatcher } from "./dispatcher.ts";
 import { objectKey, type Store, type StoreReplacement } from "./store.ts";
 import { isOlderResourceVersion, type WatcherEvent } from "./watcher.ts";
+import { type Span, SpanStatusCode, startSpan } from "../util/tracing.ts";
 
 /** Options of {@linkcode Reflector} and {@linkcode reflector}. */
 export interface ReflectorOptions<T> {
@@ -26,6 +27,8 @@ export interface ReflectorOptions<T> {
   onChange?: (key: string, resourceVersion: string | undefined) => void;
   /** Called after a list replaced the store's contents. */
   onReplace?: (resourceVersion: string | undefined) => void;
+  /** Names the watch in the span of each list (`rudder.informer`), e.g. `ConfigMap in default`. */
+  description?: string;
 }
 
 /**
@@ -56,6 +59,8 @@ export class Reflector<T extends KubeObject> {
   /** The list being received, between Init and InitDone. */
   #replacement: StoreReplacement<T> | undefined;
   #synced = false;
+  /** The span of the list being received (from Init to InitDone). */
+  #listSpan: Span | undefined;
   readonly #syncWaiters: (() => void)[] = [];
 
   /** A reflector into `store`; `options` hears about each change. */
@@ -87,8 +92,10 @@ export class Reflector<T extends KubeObject> {
     switch (event.type) {
       case "Init":
         this.#replacement = this.store.beginReplace();
+        this.#startListSpan();
         break;
       case "InitApply":
+        if (!this.#replacement) this.#startListSpan();
         (this.#replacement ??= this.store.beginReplace()).add(event.object);
         break;
       case "InitDone": {
@@ -104,8 +111,36 @@ export class Reflector<T extends KubeObject> {
     }
   }
 
+  /** A list starts; one that had not finished was abandoned by the watcher (it starts over). */
+  #startListSpan(): void {
+    if (this.#listSpan) {
+      this.#listSpan.setStatus({ code: SpanStatusCode.ERROR, message: "the list started over" });
+      this.#listSpan.end();
+    }
+    const relist = this.#synced;
+    this.#listSpan = startSpan(relist ? "informer relist" : "informer list", {
+      root: true,
+      attributes: () => ({
+        "rudder.informer": this.#options.description,
+        "rudder.informer.relist": relist,
+      }),
+    });
+  }
+
   #replace(replacement: StoreReplacement<T>, resourceVersion: string | undefined): void {
     const diff = replacement.commit();
+    const span = this.#listSpan;
+    this.#listSpan = undefined;
+    if (span?.isRecording()) {
+      span.setAttributes({
+        "rudder.informer.objects": this.store.size,
+        "rudder.informer.added": diff.added.length,
+        "rudder.informer.updated": diff.updated.length,
+        "rudder.informer.deleted": diff.deleted.length,
+        "rudder.informer.resource_version": resourceVersion,
+      });
+    }
+    span?.end();
     this.#options.onReplace?.(resourceVersion);
     const dispatcher = this.#options.dispatcher;
     if (dispatcher) {

@@ -25,6 +25,7 @@ import {
   type Reconciler,
   type Request,
   requestKey,
+  type RequestQueue,
   type Result,
 } from "../reconcile/reconcile.ts";
 import type { Logger } from "../util/logging.ts";
@@ -33,6 +34,15 @@ import type { RateLimiter } from "../workqueue/rate_limiter.ts";
 import type { Source } from "../source/source.ts";
 import { type Clock } from "../util/clock.ts";
 import { WorkQueue, type WorkQueueMetrics } from "../workqueue/workqueue.ts";
+import {
+  activeSpanContext,
+  eventObject,
+  recordError,
+  type Span,
+  type SpanContext,
+  tracingEnabled,
+  withSpan,
+} from "../util/tracing.ts";
 
 /** Hooks for controller-runtime's controller metrics; every one optional. */
 export interface ControllerMetrics {
@@ -99,6 +109,18 @@ export interface ControllerOptions {
 
 const DEFAULT_CACHE_SYNC_TIMEOUT_MS = 2 * 60 * 1000;
 
+/** What the reconcile span of a queued request says about what queued it. */
+interface Trigger {
+  /** `performance.now()` of the first add since the request was last handed out. */
+  addedAt?: number;
+  /** The span active at the latest add. */
+  link?: SpanContext;
+  /** The resourceVersion of the latest event's object. */
+  resourceVersion?: string;
+  /** The latest event's object's kind. */
+  kind?: string;
+}
+
 /**
  * A kind a controller watches, and how, as its builder was told: `for` (reconciled), `owns`
  * (created and owned), `watches` or `metadata` (a metadata-only watch). What permissions each
@@ -145,6 +167,13 @@ export class Controller implements Runnable {
   readonly #log: Logger;
   #started: { signal: AbortSignal } | undefined;
   #active = 0;
+  /**
+   * Beside the queue, so its dedup stays as it is: the latest trigger of each queued request,
+   * taken when its reconcile starts.
+   */
+  readonly #triggers = new Map<string, Trigger>();
+  /** The queue as sources see it: each add notes its trigger first. */
+  readonly #sourceQueue: RequestQueue;
 
   /** Creates a controller around a reconciler (an object with `reconcile`, or a function). */
   constructor(
@@ -167,6 +196,33 @@ export class Controller implements Runnable {
     });
     this.#log = options.logConstructor?.() ?? getLogger(["rudder", "controller", name]);
     options.metrics?.registerQueue?.(name, this.queue);
+    this.#sourceQueue = {
+      add: (request, opts) => {
+        this.#noteTrigger(request, performance.now());
+        this.queue.add(request, opts);
+      },
+      addAfter: (request, delayMs, opts) => {
+        this.#noteTrigger(request, performance.now() + delayMs);
+        this.queue.addAfter(request, delayMs, opts);
+      },
+      addRateLimited: (request, opts) => {
+        this.#noteTrigger(request, undefined);
+        this.queue.addRateLimited(request, opts);
+      },
+    };
+  }
+
+  #noteTrigger(request: Request, addedAt: number | undefined): void {
+    if (!tracingEnabled()) return;
+    const key = requestKey(request);
+    const object = eventObject();
+    const previous = this.#triggers.get(key);
+    this.#triggers.set(key, {
+      addedAt: previous?.addedAt ?? addedAt,
+      link: activeSpanContext() ?? previous?.link,
+      resourceVersion: object?.metadata?.resourceVersion ?? previous?.resourceVersion,
+      kind: object?.kind ?? previous?.kind,
+    });
   }
 
   /** Whether the controller runs only on the elected leader. */
@@ -178,7 +234,7 @@ export class Controller implements Runnable {
   watch(source: Source): void {
     this.#sources.push(source);
     if (this.#started) {
-      source.start(this.#started.signal, this.queue).catch((err) =>
+      source.start(this.#started.signal, this.#sourceQueue).catch((err) =>
         this.#log.error("Starting {source} failed: {error}", {
           source: source.description,
           error: err,
@@ -198,7 +254,7 @@ export class Controller implements Runnable {
     const workers = Math.max(1, this.#options.maxConcurrentReconciles ?? 1);
     this.#options.metrics?.maxConcurrentReconciles?.(this.name, workers);
     signal.addEventListener("abort", () => this.queue.shutDown(), { once: true });
-    for (const source of this.#sources) await source.start(signal, this.queue);
+    for (const source of this.#sources) await source.start(signal, this.#sourceQueue);
     await this.#waitForSync(signal);
     if (signal.aborted) return;
     this.#log.info("Starting {workers} workers for controller {controller}", {
@@ -247,9 +303,39 @@ export class Controller implements Runnable {
     }
   }
 
-  /** Reconciles once; a requeue keeps the priority the request came out with. */
+  /** Reconciles once, in a span of its own; a requeue keeps the priority the request came out with. */
   async #reconcileOne(request: Request, priority: number, stopping: AbortSignal): Promise<void> {
     const reconcileID = crypto.randomUUID();
+    let trigger: Trigger | undefined;
+    if (this.#triggers.size > 0) {
+      trigger = this.#triggers.get(requestKey(request));
+      this.#triggers.delete(requestKey(request));
+    }
+    const startedAt = performance.now();
+    await withSpan(`reconcile ${this.name}`, {
+      root: true,
+      links: trigger?.link ? [{ context: trigger.link }] : undefined,
+      attributes: () => ({
+        "rudder.controller": this.name,
+        "k8s.namespace.name": request.namespace || undefined,
+        "rudder.k8s.name": request.name,
+        "rudder.reconcile_id": reconcileID,
+        "rudder.event.kind": trigger?.kind,
+        "rudder.event.resource_version": trigger?.resourceVersion,
+        "rudder.queue.wait_ms": trigger?.addedAt === undefined
+          ? undefined
+          : Math.max(0, startedAt - trigger.addedAt),
+      }),
+    }, (span) => this.#reconcileInSpan(request, priority, stopping, reconcileID, span));
+  }
+
+  async #reconcileInSpan(
+    request: Request,
+    priority: number,
+    stopping: AbortSignal,
+    reconcileID: string,
+    span: Span,
+  ): Promise<void> {
     const log = (this.#options.logConstructor?.(request) ?? this.#log).with({
       ...this.#options.logProperties,
       controller: this.name,
@@ -274,9 +360,15 @@ export class Controller implements Runnable {
         this.queue.forget(request);
         log.error("Reconciler error (terminal, not retried): {error}", { error: err });
       } else {
+        this.#noteTrigger(request, undefined);
         this.queue.addRateLimited(request, { priority });
         log.error("Reconciler error: {error}", { error: err });
       }
+      span.setAttribute(
+        "rudder.reconcile.result",
+        isTerminalError(err) ? "terminal_error" : "error",
+      );
+      recordError(span, err);
       return;
     } finally {
       metrics?.reconcileTime?.(this.name, (performance.now() - started) / 1000);
@@ -285,14 +377,20 @@ export class Controller implements Runnable {
     const after = result?.requeueAfter ?? 0;
     if (after > 0) {
       this.queue.forget(request);
+      this.#noteTrigger(request, performance.now() + after);
       this.queue.addAfter(request, after, { priority });
       metrics?.reconcileTotal?.(this.name, "requeue_after");
+      span.setAttribute("rudder.reconcile.result", "requeue_after");
+      span.setAttribute("rudder.reconcile.requeue_after_ms", after);
     } else if (result?.requeue) {
+      this.#noteTrigger(request, undefined);
       this.queue.addRateLimited(request, { priority });
       metrics?.reconcileTotal?.(this.name, "requeue");
+      span.setAttribute("rudder.reconcile.result", "requeue");
     } else {
       this.queue.forget(request);
       metrics?.reconcileTotal?.(this.name, "success");
+      span.setAttribute("rudder.reconcile.result", "success");
     }
   }
 }

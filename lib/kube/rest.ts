@@ -14,6 +14,8 @@ import { newTransport, type Transport, type TransportOptions } from "./transport
 import { decodeWatchStream, type WatchEvent } from "./watch.ts";
 import { Deadlines } from "../util/deadlines.ts";
 import { sleep } from "../util/abort.ts";
+import { type Span, SpanKind, withSpan } from "../util/tracing.ts";
+import { kubeRequestInfo, requestSpanAttributes, requestSpanName } from "./request_attributes.ts";
 
 const logger = getLogger(["rudder", "kube", "rest"]);
 
@@ -228,10 +230,35 @@ export class RestClient {
    * body takes to read; pass a `signal` for that.
    */
   async send(request: RestRequest, timeout?: number): Promise<Response> {
-    return await this.#send(
-      request,
-      timeout && timeout > 0 ? AbortSignal.timeout(timeout) : undefined,
-    );
+    return await this.#traced(request, (span) =>
+      this.#send(
+        request,
+        timeout && timeout > 0 ? AbortSignal.timeout(timeout) : undefined,
+        span,
+      ));
+  }
+
+  /**
+   * Runs one request (all its attempts) in a client span; a watch's span covers its set-up
+   * only. The name and attributes are worked out only when the span records.
+   */
+  #traced<T>(request: RestRequest, fn: (span: Span) => Promise<T>): Promise<T> {
+    const method = request.method ?? "GET";
+    return withSpan(method, { kind: SpanKind.CLIENT }, (span) => {
+      if (span.isRecording()) {
+        const info = kubeRequestInfo(method, request.path, request.query);
+        span.updateName(requestSpanName(info));
+        const [address, port] = this.#hostName().split(/:(?=\d+$)/);
+        span.setAttributes({
+          ...requestSpanAttributes(info),
+          "http.request.method": method,
+          "server.address": address,
+          "server.port": port ? Number(port) : undefined,
+          "url.path": request.path,
+        });
+      }
+      return fn(span);
+    });
   }
 
   /**
@@ -246,7 +273,12 @@ export class RestClient {
     timeout: number,
     read: (response: Response) => Promise<T>,
   ): Promise<T> {
-    if (!(timeout > 0)) return await read(await this.#send(request, undefined));
+    if (!(timeout > 0)) {
+      return await this.#traced(
+        request,
+        async (span) => await read(await this.#send(request, undefined, span)),
+      );
+    }
     const deadline = new AbortController();
     const timer = requestDeadlines.add(
       timeout,
@@ -259,13 +291,20 @@ export class RestClient {
         ),
     );
     try {
-      return await read(await this.#send(request, deadline.signal));
+      return await this.#traced(
+        request,
+        async (span) => await read(await this.#send(request, deadline.signal, span)),
+      );
     } finally {
       timer.cancel();
     }
   }
 
-  async #send(request: RestRequest, deadline: AbortSignal | undefined): Promise<Response> {
+  async #send(
+    request: RestRequest,
+    deadline: AbortSignal | undefined,
+    span: Span,
+  ): Promise<Response> {
     const method = request.method ?? "GET";
     const headers: Record<string, string> = {
       Accept: request.accept ?? "application/json",
@@ -293,6 +332,7 @@ export class RestClient {
     for (let attempt = 0;; attempt++) {
       await this.#limiter?.take(signal);
       signal?.throwIfAborted();
+      if (attempt > 0) span.setAttribute("http.request.resend_count", attempt);
       const started = performance.now();
       let response: Response;
       try {
@@ -325,6 +365,7 @@ export class RestClient {
         });
       }
       this.#report(method, request.path, response.status, started, attempt);
+      span.setAttribute("http.response.status_code", response.status);
       for (const warning of parseWarningHeaders(response.headers.get("Warning"))) {
         logger.warn("API server warning for {method} {path}: {warning}", {
           method,

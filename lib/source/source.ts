@@ -14,6 +14,7 @@ import type { DeepReadonly } from "../api/readonly.ts";
 import type { GenericEvent } from "../event/event.ts";
 import type { RequestQueue } from "../reconcile/reconcile.ts";
 import type { EventHandler } from "../handler/handler.ts";
+import { duringEvent } from "../util/tracing.ts";
 import {
   passesCreate,
   passesDelete,
@@ -80,15 +81,21 @@ export function kindSource<T extends KubeObject>(
       registration = informer.addEventHandler({
         onAdd: (object, isInInitialList) => {
           const event = { object, isInInitialList };
-          if (passesCreate(predicates, event)) handler.create?.(event, queue);
+          if (passesCreate(predicates, event)) {
+            duringEvent(object, () => handler.create?.(event, queue));
+          }
         },
         onUpdate: (objectOld, objectNew) => {
           const event = { objectOld, objectNew };
-          if (passesUpdate(predicates, event)) handler.update?.(event, queue);
+          if (passesUpdate(predicates, event)) {
+            duringEvent(objectNew, () => handler.update?.(event, queue));
+          }
         },
         onDelete: (object) => {
           const event = { object, deleteStateUnknown: false };
-          if (passesDelete(predicates, event)) handler.delete?.(event, queue);
+          if (passesDelete(predicates, event)) {
+            duringEvent(object, () => handler.delete?.(event, queue));
+          }
         },
       });
       signal.addEventListener("abort", () => registration?.remove(), { once: true });
@@ -139,7 +146,9 @@ export function channelSource<T extends KubeObject>(
                 !("apiVersion" in value))
               ? value as GenericEvent<T>
               : { object: value as DeepReadonly<T> };
-            if (passesGeneric(predicates, event)) handler.generic?.(event, queue);
+            if (passesGeneric(predicates, event)) {
+              duringEvent(event.object, () => handler.generic?.(event, queue));
+            }
           }
         } catch (err) {
           if (!signal.aborted) logger.error("Channel source failed: {error}", { error: err });

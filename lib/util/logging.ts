@@ -8,6 +8,7 @@
 
 import process from "node:process";
 import { configure, jsonLinesFormatter, type LogRecord } from "@logtape/logtape";
+import { activeTraceIds } from "./tracing.ts";
 
 /** Options of {@linkcode configureLogging}. */
 export interface LoggingOptions {
@@ -144,9 +145,23 @@ function renderError(err: Error): string {
 }
 
 /**
+ * The `trace_id` and `span_id` a record written inside a span carries. LogTape calls sinks
+ * synchronously from the logging call, so the span active while formatting is the one the
+ * record was written in; ids already in the properties (a record carried elsewhere) win.
+ */
+function traceIdsFor(record: LogRecord): { trace_id: string; span_id: string } | undefined {
+  const { trace_id, span_id } = record.properties as Record<string, unknown>;
+  if (typeof trace_id === "string") {
+    return { trace_id, span_id: typeof span_id === "string" ? span_id : "" };
+  }
+  return activeTraceIds();
+}
+
+/**
  * One log record as a JSON line, as {@linkcode configureLogging} writes it in production: an
  * error in the properties becomes `{ name, message, …, cause }` and an error in the message
- * reads `Name: message (caused by …)`, where LogTape alone would write `{}` or a stack.
+ * reads `Name: message (caused by …)`, where LogTape alone would write `{}` or a stack. A
+ * record written inside an OpenTelemetry span carries its `trace_id` and `span_id`.
  */
 export function formatJsonLogRecord(record: LogRecord): string {
   // LogTape quotes string values; an error's text is folded into the template text instead.
@@ -163,7 +178,12 @@ export function formatJsonLogRecord(record: LogRecord): string {
     }
   }
   const properties = serializeValue(record.properties, 0) as Record<string, unknown>;
-  return jsonLinesFormatter({ ...record, message, properties });
+  const ids = traceIdsFor(record);
+  return jsonLinesFormatter({
+    ...record,
+    message,
+    properties: ids ? { ...properties, ...ids } : properties,
+  });
 }
 
 const LEVELS: Record<LogRecord["level"], string> = {
@@ -200,7 +220,8 @@ function renderValue(value: unknown): string {
  * One log record as a readable line, as {@linkcode configureLogging} writes it in dev mode: the
  * time, the level, the key of the object a reconcile is about (`namespace/name`) first, the
  * category, and the message with its values unquoted (`Deployment hello created`, not
- * `Deployment "hello" "created"`). Colours only with `color`.
+ * `Deployment "hello" "created"`), then `trace_id=… span_id=…` inside a span. Colours only
+ * with `color`.
  *
  * @example
  * ```ts
@@ -220,10 +241,12 @@ export function formatDevLogRecord(record: LogRecord, options: { color?: boolean
     : "";
   const level = LEVELS[record.level] ?? record.level;
   const category = record.category.join("·");
-  if (!options.color) return `${time} ${level} ${key}${category}: ${message}\n`;
+  const ids = traceIdsFor(record);
+  const trace = ids ? ` trace_id=${ids.trace_id} span_id=${ids.span_id}` : "";
+  if (!options.color) return `${time} ${level} ${key}${category}: ${message}${trace}\n`;
   const dim = "\x1b[2m", bold = "\x1b[1m", reset = "\x1b[0m";
   const paint = LEVEL_COLORS[record.level] ?? "";
-  return `${dim}${time}${reset} ${paint}${level}${reset} ${bold}${key}${reset}${dim}${category}:${reset} ${message}\n`;
+  return `${dim}${time}${reset} ${paint}${level}${reset} ${bold}${key}${reset}${dim}${category}:${reset} ${message}${dim}${trace}${reset}\n`;
 }
 
 /**

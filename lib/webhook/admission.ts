@@ -17,6 +17,7 @@ import { getLogger } from "@logtape/logtape";
 import { ValidationError } from "../api/resource.ts";
 import { ApiError, type Status, type StatusCause } from "../kube/errors.ts";
 import type { JsonPatchOperation } from "../client/json_patch.ts";
+import { contextFromHeaders, SpanKind, SpanStatusCode, withSpan } from "../util/tracing.ts";
 
 /** `apiVersion` of admission reviews. */
 export const ADMISSION_API_VERSION = "admission.k8s.io/v1";
@@ -500,6 +501,30 @@ export function reviewErrorResponse(err: unknown): Response {
   });
 }
 
+/** The handler's decision, or the denial made from what it threw. */
+async function decide<T>(
+  handler: AdmissionHandlerFunc<T>,
+  request: AdmissionRequest,
+): Promise<AdmissionResult> {
+  try {
+    // The API server sends objects of the kinds the webhook is registered for.
+    return await handler(request as AdmissionRequest<T>);
+  } catch (err) {
+    const result = denialFromError(err);
+    if (result.status?.code === 500) {
+      // Names the object, never its contents: they may hold Secrets.
+      log.error("Admission handler failed for {operation} {kind} {namespace}/{name}: {error}", {
+        operation: request.operation,
+        kind: request.kind.kind,
+        namespace: request.namespace ?? "",
+        name: request.name ?? "",
+        error: err instanceof Error ? err.message : String(err),
+      });
+    }
+    return result;
+  }
+}
+
 /**
  * Serves `handler` as a `fetch` handler of `AdmissionReview`s: decodes the review (4xx for a
  * malformed one), calls the handler, and answers with its result — or with a denial made from
@@ -527,23 +552,32 @@ export function admissionHandler<T = unknown>(
     } catch (err) {
       return reviewErrorResponse(err);
     }
-    let result: AdmissionResult;
-    try {
-      // The API server sends objects of the kinds the webhook is registered for.
-      result = await handler(request as AdmissionRequest<T>);
-    } catch (err) {
-      result = denialFromError(err);
-      if (result.status?.code === 500) {
-        // Names the object, never its contents: they may hold Secrets.
-        log.error("Admission handler failed for {operation} {kind} {namespace}/{name}: {error}", {
-          operation: request.operation,
-          kind: request.kind.kind,
-          namespace: request.namespace ?? "",
-          name: request.name ?? "",
-          error: err instanceof Error ? err.message : String(err),
-        });
+    const result = await withSpan(`admission ${request.kind.kind}`, {
+      kind: SpanKind.SERVER,
+      parent: contextFromHeaders(httpRequest.headers),
+      attributes: () => ({
+        "url.path": new URL(httpRequest.url).pathname,
+        "rudder.k8s.group": request.kind.group,
+        "rudder.k8s.kind": request.kind.kind,
+        "rudder.k8s.subresource": request.subResource,
+        "rudder.admission.operation": request.operation,
+        "k8s.namespace.name": request.namespace || undefined,
+        "rudder.k8s.name": request.name || undefined,
+        "rudder.admission.uid": request.uid,
+      }),
+    }, async (span) => {
+      const result = await decide(handler, request);
+      span.setAttribute("rudder.admission.allowed", result.allowed);
+      if (!result.allowed) {
+        span.setAttribute("rudder.admission.denial", result.status?.message ?? "");
+        if (result.status?.code !== undefined) {
+          span.setAttribute("rudder.admission.code", result.status.code);
+        }
+        // A handler that failed, as opposed to one that said no.
+        if (result.status?.code === 500) span.setStatus({ code: SpanStatusCode.ERROR });
       }
-    }
+      return result;
+    });
     return Response.json(admissionReviewResponse(request.uid, result));
   };
 }

@@ -17,6 +17,7 @@ import { markConversionWebhook } from "../api/crd.ts";
 import type { Status } from "../kube/errors.ts";
 import { isJsonObject, type JsonObject } from "../util/json.ts";
 import { readReviewBody, ReviewDecodeError, reviewErrorResponse } from "./admission.ts";
+import { contextFromHeaders, SpanKind, SpanStatusCode, withSpan } from "../util/tracing.ts";
 
 /** `apiVersion` of conversion reviews. */
 export const CONVERSION_API_VERSION = "apiextensions.k8s.io/v1";
@@ -315,10 +316,26 @@ export function conversionHandler(
     } catch (err) {
       return reviewErrorResponse(err);
     }
+    const response = await withSpan(`conversion to ${request.desiredAPIVersion}`, {
+      kind: SpanKind.SERVER,
+      parent: contextFromHeaders(httpRequest.headers),
+      attributes: () => ({
+        "url.path": new URL(httpRequest.url).pathname,
+        "rudder.conversion.desired_api_version": request.desiredAPIVersion,
+        "rudder.conversion.objects": request.objects.length,
+        "rudder.conversion.uid": request.uid,
+      }),
+    }, (span) => {
+      const response = convertReview(registry, request);
+      if (response.result.status !== "Success") {
+        span.setStatus({ code: SpanStatusCode.ERROR, message: response.result.message });
+      }
+      return Promise.resolve(response);
+    });
     const review: ConversionReview = {
       apiVersion: CONVERSION_API_VERSION,
       kind: "ConversionReview",
-      response: convertReview(registry, request),
+      response,
     };
     return Response.json(review);
   };

@@ -52,6 +52,7 @@ describe("the scaffold", () => {
       "main.ts",
       "package.json",
       "rudder.json",
+      "tracing.ts",
       "tsconfig.json",
     ];
     assert.deepEqual([...local.keys()].sort(), expected);
@@ -121,16 +122,18 @@ describe("the scaffold", () => {
     );
   });
 
-  it("imports only Rudder, node: built-ins and its own modules, in both modes", () => {
+  it("imports only Rudder, node: built-ins, its own modules and OpenTelemetry, in both modes", () => {
     for (const files of [local, published]) {
       for (const [path, content] of files) {
         if (!path.endsWith(".ts")) continue;
         for (const specifier of importsOf(content)) {
           // bun:test only in the file that Bun alone preloads.
           if (specifier === "bun:test") assert.equal(path, "bun_test_setup.ts");
+          // The SDK only in the module main.ts loads when tracing is on.
+          if (specifier.startsWith("@opentelemetry/")) assert.equal(path, "tracing.ts");
           assert.match(
             specifier,
-            /^(@rudder\/operator(\/[a-z]+)?|zod|node:[a-z/_]+|\.\.?\/.+\.ts)$|^bun:test$/,
+            /^(@rudder\/operator(\/[a-z]+)?|zod|node:[a-z/_]+|\.\.?\/.+\.ts|@opentelemetry\/[a-z-]+)$|^bun:test$/,
             `${path} imports ${specifier}`,
           );
         }
@@ -161,7 +164,12 @@ describe("the scaffold", () => {
     assert.deepEqual(settings.api, ["api/memcached.ts"]);
     assert.equal(settings.setup, "setup");
     assert.equal(settings.main, "main.ts");
-    assert.deepEqual(settings.permissions.env, ["LOG_FORMAT", "METRICS_SERVING"]);
+    assert.deepEqual(settings.permissions.env, [
+      "LOG_FORMAT",
+      "METRICS_SERVING",
+      "OTEL_EXPORTER_OTLP_ENDPOINT",
+      "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    ]);
     assert.equal(settings.metricsBindAddress, ":8443");
   });
 });
@@ -235,12 +243,24 @@ describe("the scaffold with --local", () => {
   });
 });
 
+/** The OpenTelemetry packages a project's tracing.ts imports. */
+const OTEL_PACKAGES = [
+  "@opentelemetry/api",
+  "@opentelemetry/context-async-hooks",
+  "@opentelemetry/exporter-trace-otlp-http",
+  "@opentelemetry/resources",
+  "@opentelemetry/sdk-trace",
+] as const;
+
 describe("the scaffold for the published package", () => {
   it("imports jsr:@rudder/operator in deno.json, with zod and LogTape from npm", () => {
     const deno = JSON.parse(file(published, "deno.json"));
     assert.deepEqual(deno.imports, {
       "@rudder/operator": `jsr:@rudder/operator@^${VERSION}`,
       "@logtape/logtape": `npm:@logtape/logtape@^${DEPENDENCY_VERSIONS["@logtape/logtape"]}`,
+      ...Object.fromEntries(
+        OTEL_PACKAGES.map((name) => [name, `npm:${name}@^${DEPENDENCY_VERSIONS[name]}`]),
+      ),
       zod: `npm:zod@^${DEPENDENCY_VERSIONS.zod}`,
     });
     assert.equal(deno.nodeModulesDir, undefined);
@@ -252,6 +272,9 @@ describe("the scaffold for the published package", () => {
     assert.deepEqual(pkg.dependencies, {
       "@rudder/operator": `npm:@jsr/rudder__operator@^${VERSION}`,
       "@logtape/logtape": `^${DEPENDENCY_VERSIONS["@logtape/logtape"]}`,
+      ...Object.fromEntries(
+        OTEL_PACKAGES.map((name) => [name, `^${DEPENDENCY_VERSIONS[name]}`]),
+      ),
       zod: `^${DEPENDENCY_VERSIONS.zod}`,
     });
     assert.equal(pkg.type, "module");
@@ -260,16 +283,16 @@ describe("the scaffold for the published package", () => {
     assert.equal(JSON.parse(file(published, "tsconfig.json")).compilerOptions.paths, undefined);
   });
 
-  it("uses the versions of zod and LogTape that Rudder itself depends on", () => {
+  it("uses the versions of zod, LogTape and OpenTelemetry that Rudder itself uses", () => {
     const pkg = JSON.parse(readFileSync(join(checkout, "package.json"), "utf8"));
     for (const [name, version] of Object.entries(DEPENDENCY_VERSIONS)) {
-      assert.equal(pkg.dependencies[name], version, name);
+      assert.equal({ ...pkg.devDependencies, ...pkg.dependencies }[name], version, name);
     }
   });
 });
 
 describe("rudder init", () => {
-  it("writes the project and links Node's types from the checkout for Deno's checker", async () => {
+  it("writes the project and links Node's types and OpenTelemetry from the checkout", async () => {
     const dir = join(scratch(), "written");
     const { code, out, err } = await rudder(scratch(), "init", "written", "--local", checkout);
     assert.equal(code, 0, err);
@@ -289,6 +312,8 @@ describe("rudder init", () => {
     const link = join(dir, "node_modules", "@types", "node");
     assert.ok(lstatSync(link).isSymbolicLink());
     assert.equal(readlinkSync(link), join(checkout, "node_modules", "@types", "node"));
+    const otel = join(dir, "node_modules", "@opentelemetry");
+    assert.equal(readlinkSync(otel), join(checkout, "node_modules", "@opentelemetry"));
     assert.match(
       err,
       /Created the written operator \(Example\.example\.com\/v1alpha1\) in written\./,
