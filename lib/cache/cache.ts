@@ -66,6 +66,12 @@ export interface ByObject<T extends KubeObject = KubeObject> extends NamespaceCo
   namespaces?: Record<string, NamespaceConfig<T>>;
   /** Cache only metadata (PartialObjectMetadata), e.g. for Secrets. */
   metadataOnly?: boolean;
+  /**
+   * An object whose labels stop matching `labelSelector` leaves the cache silently: handlers
+   * hear no delete, since it still exists (sharding moves objects between replicas this way).
+   * Default false: leaving the selector reads as a delete, as in controller-runtime.
+   */
+  forgetOnSelectorExit?: boolean;
 }
 
 /** Options of {@linkcode newCache}, named as in controller-runtime's `cache.Options`. */
@@ -148,6 +154,8 @@ interface Scope {
   covers: (obj: KubeObject) => boolean;
   transform?: ((obj: KubeObject) => KubeObject) | false;
   metadataOnly: boolean;
+  /** Set when a watch Delete of an object its label selector no longer covers is no delete. */
+  isDeparture?: (obj: KubeObject) => boolean;
 }
 
 /** Objects this process wrote, newer than the store, by object key ("read your own writes"). */
@@ -421,6 +429,9 @@ class InformerCache implements Cache {
           (labels?.matches(obj.metadata?.labels) ?? true) && (fields?.matches(obj) ?? true),
         transform: (config.transform as Scope["transform"]) ?? base.transform,
         metadataOnly: base.metadataOnly,
+        isDeparture: byObject?.forgetOnSelectorExit && labels
+          ? (obj) => !labels.matches(obj.metadata?.labels)
+          : undefined,
       });
     }
     return scopes;
@@ -456,6 +467,7 @@ class InformerCache implements Cache {
         fieldSelector: scope.fieldSelector,
         transform: scope.transform,
         metadataOnly: scope.metadataOnly,
+        isDeparture: scope.isDeparture,
         resyncPeriod: this.#options.syncPeriod,
         onChange: (key, rv) => caughtUp(overlay, key, rv),
         onReplace: (rv) => {

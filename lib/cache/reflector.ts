@@ -26,6 +26,13 @@ export interface ReflectorOptions<T> {
   onChange?: (key: string, resourceVersion: string | undefined) => void;
   /** Called after a list replaced the store's contents. */
   onReplace?: (resourceVersion: string | undefined) => void;
+  /**
+   * Whether a watch `Delete` only means that the object left the watch's selector (e.g. its
+   * label changed) rather than that it was deleted: such an object leaves the store without a
+   * delete event, so that handlers (and finalizer logic) never take a move for a deletion.
+   * Default: every `Delete` is a deletion, as in client-go.
+   */
+  isDeparture?: (obj: T) => boolean;
 }
 
 /**
@@ -130,6 +137,10 @@ export class Reflector<T extends KubeObject> {
     const dispatcher = this.#options.dispatcher;
     if (type === "Delete") {
       const previous = this.store.delete(key);
+      if (this.#options.isDeparture?.(object)) {
+        this.#options.onChange?.(key, resourceVersion);
+        return;
+      }
       // The stored state went through the transform; the event's object did not.
       dispatcher?.dispatch({
         type: "delete",
