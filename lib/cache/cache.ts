@@ -67,11 +67,14 @@ export interface ByObject<T extends KubeObject = KubeObject> extends NamespaceCo
   /** Cache only metadata (PartialObjectMetadata), e.g. for Secrets. */
   metadataOnly?: boolean;
   /**
-   * An object whose labels stop matching `labelSelector` leaves the cache silently: handlers
-   * hear no delete, since it still exists (sharding moves objects between replicas this way).
-   * Default false: leaving the selector reads as a delete, as in controller-runtime.
+   * Whether a watch delete of `obj` (its last state in the cache) only means that it left the
+   * selector, e.g. its label changed, rather than that it was deleted: it then leaves the cache
+   * silently, and handlers hear no delete (no finalizer logic for an object that still exists).
+   * The API server cannot tell: it sends the object's previous state in both cases. Sharding
+   * knows which objects it moves away. Default: every delete is a delete, as in
+   * controller-runtime.
    */
-  forgetOnSelectorExit?: boolean;
+  isDeparture?: (obj: T) => boolean;
 }
 
 /** Options of {@linkcode newCache}, named as in controller-runtime's `cache.Options`. */
@@ -429,9 +432,7 @@ class InformerCache implements Cache {
           (labels?.matches(obj.metadata?.labels) ?? true) && (fields?.matches(obj) ?? true),
         transform: (config.transform as Scope["transform"]) ?? base.transform,
         metadataOnly: base.metadataOnly,
-        isDeparture: byObject?.forgetOnSelectorExit && labels
-          ? (obj) => !labels.matches(obj.metadata?.labels)
-          : undefined,
+        isDeparture: byObject?.isDeparture,
       });
     }
     return scopes;

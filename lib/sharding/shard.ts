@@ -36,6 +36,43 @@ const logger = getLogger(["rudder", "sharding", "shard"]);
 const DELETED_TTL_MS = 10 * 60_000;
 const RETRY_MS = 1_000;
 
+/**
+ * The objects this shard hands over, so that its cache takes their leaving for what it is: the
+ * API server's delete event for an object that left the shard's selector carries the object's
+ * previous state, just like a real delete. An object whose last state has the drain mark, or
+ * that the shard is releasing (a drained object's children), has left; anything else was
+ * deleted.
+ */
+export class Departures {
+  readonly #drainKey: string;
+  readonly #expected = new Set<string>();
+
+  /** Departures of `ring`. */
+  constructor(ring: string) {
+    this.#drainKey = drainLabel(ring);
+  }
+
+  /** `obj` of `type` is about to be released by this shard. */
+  expect(type: ResourceType<KubeObject>, obj: DeepReadonly<KubeObject>): void {
+    this.#expected.add(departureKey(type, obj));
+  }
+
+  /** The release of `obj` did not happen after all. */
+  cancel(type: ResourceType<KubeObject>, obj: DeepReadonly<KubeObject>): void {
+    this.#expected.delete(departureKey(type, obj));
+  }
+
+  /** Whether the delete of `obj` (its last cached state) of `type` is its departure. */
+  isDeparture(type: ResourceType<KubeObject>, obj: DeepReadonly<KubeObject>): boolean {
+    const expected = this.#expected.delete(departureKey(type, obj));
+    return expected || obj.metadata?.labels?.[this.#drainKey] === "true";
+  }
+}
+
+function departureKey(type: ResourceType<KubeObject>, obj: DeepReadonly<KubeObject>): string {
+  return `${type.group}/${type.kind}|${obj.metadata?.namespace ?? ""}/${obj.metadata?.name ?? ""}`;
+}
+
 /** Options of {@linkcode ShardGate}. */
 export interface ShardGateOptions {
   /** The ring. */
@@ -52,6 +89,8 @@ export interface ShardGateOptions {
   client: Client;
   /** Timers and drain durations; default the real clock. */
   clock?: Clock;
+  /** Where the shard notes the objects it releases; default a set of its own. */
+  departures?: Departures;
   /** Metric hooks. */
   metrics?: Pick<ShardingMetrics, "drained">;
 }
@@ -76,6 +115,7 @@ export class ShardGate implements ReconcileAdmission {
   readonly #draining = new Map<string, Drain>();
   /** Objects really deleted while ours, by key, with when. */
   readonly #deleted = new Map<string, number>();
+  readonly #departures: Departures;
   #stopped = false;
 
   /** A gate; {@linkcode ShardGate.start} hooks it to the cache. */
@@ -84,6 +124,7 @@ export class ShardGate implements ReconcileAdmission {
     this.#clock = options.clock ?? realClock;
     this.#shardKey = shardLabel(options.ring);
     this.#drainKey = drainLabel(options.ring);
+    this.#departures = options.departures ?? new Departures(options.ring);
   }
 
   /** Listens to the sharded kind's informer until `signal` aborts. */
@@ -183,10 +224,7 @@ export class ShardGate implements ReconcileAdmission {
     const { client, ring, shard, type } = this.#options;
     try {
       await this.#releaseChildren(drain.obj);
-      await client.patch(
-        drain.obj,
-        jsonPatch(releasePatch(drain.obj.metadata?.labels, this.#shardKey, this.#drainKey, shard)),
-      );
+      await this.#release(type, drain.obj);
       drain.state = "acknowledged";
       drain.at = this.#clock.now();
       const seconds = (drain.at - drain.since) / 1000;
@@ -230,11 +268,26 @@ export class ShardGate implements ReconcileAdmission {
     }
   }
 
+  /** Removes this shard's label (and any drain mark) from `obj`, expecting it to leave. */
+  async #release(type: ResourceType<KubeObject>, obj: DeepReadonly<KubeObject>): Promise<void> {
+    const { client, shard } = this.#options;
+    this.#departures.expect(type, obj);
+    try {
+      await client.patch(
+        obj,
+        jsonPatch(releasePatch(obj.metadata?.labels, this.#shardKey, this.#drainKey, shard)),
+      );
+    } catch (err) {
+      this.#departures.cancel(type, obj);
+      throw err;
+    }
+  }
+
   /** Removes this shard's label from the children of `owner` in this cache. */
   async #releaseChildren(owner: DeepReadonly<KubeObject>): Promise<void> {
     const uid = owner.metadata?.uid;
     if (!uid) return;
-    const { cache, client, shard } = this.#options;
+    const { cache, shard } = this.#options;
     for (const kind of this.#options.owns) {
       const children = await cache.list(kind, { namespace: owner.metadata?.namespace });
       for (const child of children.items) {
@@ -244,10 +297,7 @@ export class ShardGate implements ReconcileAdmission {
         const labels = child.metadata?.labels;
         if (!controlled || labels?.[this.#shardKey] !== shard) continue;
         try {
-          await client.patch(
-            child,
-            jsonPatch(releasePatch(labels, this.#shardKey, this.#drainKey, shard)),
-          );
+          await this.#release(kind, child);
         } catch (err) {
           // Gone, or changed by someone else: either way no longer ours to release.
           if (!isNotFound(err) && !isInvalid(err) && !isConflict(err)) throw err;

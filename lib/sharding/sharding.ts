@@ -35,7 +35,7 @@ import { RING_LABEL, sharderLeaseName, shardLabel } from "./labels.ts";
 import { RingMembers } from "./membership.ts";
 import { type ShardingMetrics, shardingMetrics } from "./metrics.ts";
 import type { ResolvedShardingOptions } from "./options.ts";
-import { ShardGate } from "./shard.ts";
+import { Departures, ShardGate } from "./shard.ts";
 import { type ShardedKind, Sharder } from "./sharder.ts";
 import { shardAssigner, shardWebhookPath } from "./webhook.ts";
 
@@ -76,6 +76,9 @@ export class Sharding implements ShardingHost, Runnable {
   readonly #metrics: ShardingMetrics;
   readonly #kinds: ShardedKind[] = [];
   readonly #gates: ShardGate[] = [];
+  readonly #departures: Departures;
+  /** The kinds whose cache settings carry the shard selector. */
+  readonly #selected = new Set<string>();
   readonly #controllers: Runnable[] = [];
   #holding = false;
   #started = false;
@@ -85,6 +88,7 @@ export class Sharding implements ShardingHost, Runnable {
     this.#deps = deps;
     this.#options = deps.options;
     this.#metrics = shardingMetrics(deps.registry);
+    this.#departures = new Departures(deps.options.ring);
     this.members = new RingMembers({
       ring: this.#options.ring,
       virtualNodes: this.#options.virtualNodes,
@@ -136,6 +140,7 @@ export class Sharding implements ShardingHost, Runnable {
       owns,
       cache: this.#deps.cache,
       client: this.#deps.client,
+      departures: this.#departures,
       metrics: this.#metrics,
     });
     this.#gates.push(gate);
@@ -325,7 +330,8 @@ export class Sharding implements ShardingHost, Runnable {
     const byObject = this.#deps.byObject;
     const index = byObject.findIndex((b) => gvkKey(b.type) === gvkKey(type));
     const existing = index >= 0 ? byObject[index] : undefined;
-    if (existing?.forgetOnSelectorExit) return; // another sharded controller did it already
+    if (this.#selected.has(gvkKey(type))) return; // another sharded controller did it already
+    this.#selected.add(gvkKey(type));
     const defaults = this.#deps.cacheDefaults;
     const combine = (s: LabelSelectorInput | undefined) =>
       s === undefined ? selector : `${formatLabelSelector(s)},${selector}`;
@@ -334,7 +340,7 @@ export class Sharding implements ShardingHost, Runnable {
       ...existing,
       type,
       labelSelector: combine(existing?.labelSelector ?? defaults.labelSelector),
-      forgetOnSelectorExit: true,
+      isDeparture: (obj) => this.#departures.isDeparture(type, obj),
       ...(namespaces
         ? {
           namespaces: Object.fromEntries(
