@@ -57,7 +57,11 @@ export interface ShardingHost {
     forType: ResourceType<KubeObject>,
     owns: readonly ResourceType<KubeObject>[],
   ): ReconcileAdmission;
-  /** Runs `controller` on every replica, while it holds its shard Lease. */
+  /**
+   * Runs `controller` on every replica, while it holds its shard Lease. The builder then still
+   * calls the host's `add` (so that whoever records a host's runnables sees it); a host whose
+   * sharding runs the controller leaves it out of its own runnables.
+   */
   addShardedController(controller: Runnable): void;
 }
 
@@ -244,8 +248,8 @@ export class ControllerBuilder {
     for (const source of this.#rawSources) controller.watch(source);
     taken.add(name);
     takenNames.set(this.#host, taken);
-    if (sharding) sharding.host.addShardedController(controller);
-    else this.#host.add(controller);
+    sharding?.host.addShardedController(controller);
+    this.#host.add(controller);
     return controller;
   }
 

@@ -186,6 +186,11 @@ export class Controller implements Runnable {
     options.metrics?.registerQueue?.(name, this.queue);
   }
 
+  /** Whether the controller is sharded: its requests pass a shard's admission. */
+  get sharded(): boolean {
+    return this.#options.admission !== undefined;
+  }
+
   /** Whether the controller runs only on the elected leader. */
   needLeaderElection(): boolean {
     return this.#options.needLeaderElection ?? true;

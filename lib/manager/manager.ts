@@ -409,6 +409,7 @@ export class Manager implements ControllerHost, WebhookHost {
 
   /** Adds one of the manager's own runnables: not through add(), which a subclass may override. */
   #addOwn(runnable: Runnable): void {
+    if (this.#sharding?.runs(runnable)) return; // a sharded controller: its shard runs it
     this.#runnables.add(runnable, groupOf(runnable));
   }
 

@@ -154,6 +154,11 @@ export class Sharding implements ShardingHost, Runnable {
     this.#controllers.push(controller);
   }
 
+  /** Whether `runnable` is a sharded controller, which this sharding runs. */
+  runs(runnable: Runnable): boolean {
+    return this.#controllers.includes(runnable);
+  }
+
   /** Registers the assigning webhook `/shard-<ring>` on `server`. */
   registerWebhook(server: WebhookServer): void {
     const handler = shardAssigner({

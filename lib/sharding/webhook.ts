@@ -7,6 +7,7 @@
  * @module
  */
 
+import type { MutatingWebhookConfiguration } from "../api/builtins.ts";
 import type { KubeObject, ResourceType } from "../api/resource.ts";
 import type { Client } from "../client/client.ts";
 import { isNotFound } from "../kube/errors.ts";
@@ -72,5 +73,63 @@ export function shardAssigner(options: ShardAssignerOptions): AdmissionHandlerFu
         ? [{ op: "add", path: labelPath(key), value: target }]
         : [{ op: "add", path: "/metadata/labels", value: { [key]: target } }],
     };
+  };
+}
+
+type MutatingWebhook = NonNullable<MutatingWebhookConfiguration["webhooks"]>[number];
+
+/** Options of {@linkcode shardWebhook}. */
+export interface ShardWebhookOptions {
+  /** The ring's name. */
+  ring: string;
+  /** The sharded kinds and the kinds they own: CREATE of each is sent. */
+  kinds: readonly Pick<ResourceType<KubeObject>, "group" | "version" | "plural" | "scope">[];
+  /** Where the API server calls the webhook (a Service or a URL, with the CA bundle). */
+  clientConfig: MutatingWebhook["clientConfig"];
+  /** Seconds the API server waits; default 5 (a missed assignment is made by the sharder). */
+  timeoutSeconds?: number;
+}
+
+/**
+ * The entry of a MutatingWebhookConfiguration that sends CREATE of the sharded kinds (and the
+ * kinds they own) without a shard label to `/shard-<ring>`: failure policy `Ignore` (the sweep
+ * labels what it misses), no side effects.
+ *
+ * @example
+ * ```ts
+ * import { ConfigMap } from "@rudder/operator";
+ * import { shardWebhook } from "@rudder/operator/sharding";
+ *
+ * const webhook = shardWebhook({
+ *   ring: "example",
+ *   kinds: [ConfigMap],
+ *   clientConfig: { service: { namespace: "example-system", name: "example-webhook" } },
+ * });
+ * console.log(webhook.clientConfig.service?.path); // /shard-example
+ * ```
+ */
+export function shardWebhook(options: ShardWebhookOptions): MutatingWebhook {
+  const path = shardWebhookPath(options.ring);
+  const clientConfig = options.clientConfig.service
+    ? { ...options.clientConfig, service: { ...options.clientConfig.service, path } }
+    : options.clientConfig;
+  return {
+    name: `shard-${options.ring}.sharding.rudder.dev`,
+    admissionReviewVersions: ["v1"],
+    clientConfig,
+    failurePolicy: "Ignore",
+    matchPolicy: "Equivalent",
+    sideEffects: "None",
+    timeoutSeconds: options.timeoutSeconds ?? 5,
+    objectSelector: {
+      matchExpressions: [{ key: shardLabel(options.ring), operator: "DoesNotExist" }],
+    },
+    rules: options.kinds.map((kind) => ({
+      apiGroups: [kind.group],
+      apiVersions: [kind.version],
+      operations: ["CREATE"],
+      resources: [kind.plural],
+      scope: kind.scope === "Cluster" ? "Cluster" : "Namespaced",
+    })),
   };
 }
