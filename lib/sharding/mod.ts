@@ -46,7 +46,13 @@ export {
 } from "./options.ts";
 export { leaseExpiry, liveShards, RingMembers, type RingMembersOptions } from "./membership.ts";
 export { type ObjectCounter, type ShardingMetrics, shardingMetrics } from "./metrics.ts";
-export { Departures, ShardGate, type ShardGateOptions } from "./shard.ts";
+export {
+  CONTROLLER_UID_FIELD,
+  controllerUID,
+  Departures,
+  ShardGate,
+  type ShardGateOptions,
+} from "./shard.ts";
 export {
   decideMove,
   type MoveDecision,

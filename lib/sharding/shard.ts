@@ -32,6 +32,18 @@ import { releasePatch } from "./patches.ts";
 
 const logger = getLogger(["rudder", "sharding", "shard"]);
 
+/**
+ * The cache index of owned kinds by their controlling owner's uid, so that a hand-over finds an
+ * object's children without scanning its namespace.
+ */
+export const CONTROLLER_UID_FIELD = "sharding.rudder.dev/controller-uid";
+
+/** The index function of {@linkcode CONTROLLER_UID_FIELD}. */
+export function controllerUID(obj: DeepReadonly<KubeObject>): string[] {
+  const ref = obj.metadata?.ownerReferences?.find((r) => r.controller);
+  return ref?.uid ? [ref.uid] : [];
+}
+
 /** How long a real delete keeps its request admissible: retries of its reconcile. */
 const DELETED_TTL_MS = 10 * 60_000;
 const RETRY_MS = 1_000;
@@ -89,6 +101,8 @@ export interface ShardGateOptions {
   client: Client;
   /** Timers and drain durations; default the real clock. */
   clock?: Clock;
+  /** Whether the owned kinds' caches have the {@linkcode CONTROLLER_UID_FIELD} index. */
+  indexedOwners?: boolean;
   /** Where the shard notes the objects it releases; default a set of its own. */
   departures?: Departures;
   /** Metric hooks. */
@@ -289,7 +303,10 @@ export class ShardGate implements ReconcileAdmission {
     if (!uid) return;
     const { cache, shard } = this.#options;
     for (const kind of this.#options.owns) {
-      const children = await cache.list(kind, { namespace: owner.metadata?.namespace });
+      const children = await cache.list(kind, {
+        namespace: owner.metadata?.namespace,
+        ...(this.#options.indexedOwners ? { fieldSelector: { [CONTROLLER_UID_FIELD]: uid } } : {}),
+      });
       for (const child of children.items) {
         const controlled = child.metadata?.ownerReferences?.some((ref) =>
           ref.controller && ref.uid === uid

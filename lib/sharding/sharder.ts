@@ -44,7 +44,9 @@ const logger = getLogger(["rudder", "sharding", "sharder"]);
 
 const METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
 const DEFAULT_PAGE_SIZE = 500;
-const ASSIGN_WORKERS = 4;
+const ASSIGN_WORKERS = 8;
+/** Patches a sweep has in flight at once: a dead shard's thousand objects move in seconds. */
+const SWEEP_CONCURRENCY = 16;
 
 /** A sharded kind and the kinds that follow it. */
 export interface ShardedKind {
@@ -313,6 +315,26 @@ export class Sharder {
     const ring = this.#options.members.ring;
     if (ring.empty) return;
     const alive = (shard: string) => ring.has(shard);
+    const pool = new Pool(SWEEP_CONCURRENCY);
+    // Children of a gone shard first, straight to where their owner goes: the owner's new shard
+    // then finds them in its cache when it first reconciles the owner.
+    for (const type of uniqueKinds(kinds).filter((t) => !forTypes.includes(t))) {
+      for await (const obj of this.#listAssigned(type, signal)) {
+        const current = obj.metadata?.labels?.[this.#shardKey] ?? "";
+        if (alive(current)) continue;
+        const owner = controllingOwner(obj, forTypes);
+        if (!owner) continue;
+        await pool.run(async () => {
+          const target = await this.#ownerShard(owner, forTypes, ring);
+          if (!target) return;
+          await this.#patch(
+            obj,
+            assignPatch(obj.metadata?.labels, this.#shardKey, this.#drainKey, target),
+          );
+        });
+      }
+    }
+    await pool.drain();
     let moved = 0;
     for (const type of forTypes) {
       for await (const obj of this.#listAssigned(type, signal)) {
@@ -327,36 +349,24 @@ export class Sharder {
           : decision === "undrain"
           ? undrainPatch(labels, this.#shardKey, this.#drainKey, current)
           : assignPatch(labels, this.#shardKey, this.#drainKey, target!);
-        if (!(await this.#patch(obj, ops))) continue; // changed: the next sweep sees it
-        if (decision !== "undrain") {
-          moved++;
-          this.#options.metrics?.moved(this.#options.ring, type.kind);
-        }
-        logger.debug("{decision} {kind} {namespace}/{name}: {current} → {target}", {
-          decision,
-          kind: type.kind,
-          namespace: obj.metadata?.namespace ?? "",
-          name: obj.metadata?.name ?? "",
-          current,
-          target,
+        await pool.run(async () => {
+          if (!(await this.#patch(obj, ops))) return; // changed: the next sweep sees it
+          if (decision !== "undrain") {
+            moved++;
+            this.#options.metrics?.moved(this.#options.ring, type.kind);
+          }
+          logger.debug("{decision} {kind} {namespace}/{name}: {current} → {target}", {
+            decision,
+            kind: type.kind,
+            namespace: obj.metadata?.namespace ?? "",
+            name: obj.metadata?.name ?? "",
+            current,
+            target,
+          });
         });
       }
     }
-    // Children of a gone shard: straight to where their owner goes.
-    for (const type of uniqueKinds(kinds).filter((t) => !forTypes.includes(t))) {
-      for await (const obj of this.#listAssigned(type, signal)) {
-        const current = obj.metadata?.labels?.[this.#shardKey] ?? "";
-        if (alive(current)) continue;
-        const owner = controllingOwner(obj, forTypes);
-        if (!owner) continue;
-        const target = await this.#ownerShard(owner, forTypes, ring);
-        if (!target) continue;
-        await this.#patch(
-          obj,
-          assignPatch(obj.metadata?.labels, this.#shardKey, this.#drainKey, target),
-        );
-      }
-    }
+    await pool.drain();
     logger.info("Swept ring {ring} of {count} shards ({members}): {moved} objects moved", {
       ring: this.#options.ring,
       count: ring.members.length,
@@ -401,4 +411,31 @@ function uniqueKinds(kinds: readonly ShardedKind[]): ResourceType<KubeObject>[] 
     }
   }
   return all;
+}
+
+/** Runs at most `limit` tasks at once; the first failure is rethrown by `run` or `drain`. */
+class Pool {
+  readonly #limit: number;
+  readonly #running = new Set<Promise<void>>();
+  #failure: { error: unknown } | undefined;
+
+  constructor(limit: number) {
+    this.#limit = limit;
+  }
+
+  /** Starts `task` once a slot is free. */
+  async run(task: () => Promise<void>): Promise<void> {
+    while (this.#running.size >= this.#limit) await Promise.race(this.#running);
+    if (this.#failure) throw this.#failure.error;
+    const running: Promise<void> = task().catch((error) => {
+      this.#failure ??= { error };
+    }).finally(() => this.#running.delete(running));
+    this.#running.add(running);
+  }
+
+  /** Waits for every task started. */
+  async drain(): Promise<void> {
+    while (this.#running.size > 0) await Promise.race(this.#running);
+    if (this.#failure) throw this.#failure.error;
+  }
 }

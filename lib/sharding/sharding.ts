@@ -35,7 +35,7 @@ import { RING_LABEL, sharderLeaseName, shardLabel } from "./labels.ts";
 import { RingMembers } from "./membership.ts";
 import { type ShardingMetrics, shardingMetrics } from "./metrics.ts";
 import type { ResolvedShardingOptions } from "./options.ts";
-import { Departures, ShardGate } from "./shard.ts";
+import { CONTROLLER_UID_FIELD, controllerUID, Departures, ShardGate } from "./shard.ts";
 import { type ShardedKind, Sharder } from "./sharder.ts";
 import { shardAssigner, shardWebhookPath } from "./webhook.ts";
 
@@ -77,6 +77,8 @@ export class Sharding implements ShardingHost, Runnable {
   readonly #kinds: ShardedKind[] = [];
   readonly #gates: ShardGate[] = [];
   readonly #departures: Departures;
+  /** The owned kinds indexed by their controller's uid. */
+  readonly #indexed = new Set<string>();
   /** The kinds whose cache settings carry the shard selector. */
   readonly #selected = new Set<string>();
   readonly #controllers: Runnable[] = [];
@@ -133,6 +135,11 @@ export class Sharding implements ShardingHost, Runnable {
     this.#kinds.push({ type: forType, owns: [...owns] });
     const selector = `${shardLabel(this.#options.ring)}=${this.#options.shardName}`;
     for (const type of [forType, ...owns]) this.#selectShard(type, selector);
+    for (const type of owns) {
+      if (this.#indexed.has(gvkKey(type))) continue;
+      this.#indexed.add(gvkKey(type));
+      this.#deps.cache.indexField(type, CONTROLLER_UID_FIELD, controllerUID);
+    }
     const gate = new ShardGate({
       ring: this.#options.ring,
       shard: this.#options.shardName,
@@ -141,6 +148,7 @@ export class Sharding implements ShardingHost, Runnable {
       cache: this.#deps.cache,
       client: this.#deps.client,
       departures: this.#departures,
+      indexedOwners: true,
       metrics: this.#metrics,
     });
     this.#gates.push(gate);
