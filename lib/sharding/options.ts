@@ -58,6 +58,7 @@ export interface ResolvedShardingOptions extends Required<Omit<ShardingOptions, 
   webhook: boolean | undefined;
 }
 
+const LABEL_VALUE = /^(?=.{1,63}$)[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 const DEFAULT_LEASE_DURATION = 15_000;
 const DEFAULT_RENEW_DEADLINE = 10_000;
 const DEFAULT_RETRY_PERIOD = 2_000;
@@ -73,6 +74,14 @@ export function resolveShardingOptions(
 ): ResolvedShardingOptions {
   validateRingName(options.ring);
   const shardName = options.shardName ?? (env.POD_NAME || hostname());
+  if (!LABEL_VALUE.test(shardName)) {
+    throw new Error(
+      `shard name ${
+        JSON.stringify(shardName)
+      } must be a label value (at most 63 letters, digits, ` +
+        "'-', '_' or '.', starting and ending with a letter or digit): set sharding.shardName",
+    );
+  }
   const namespace = options.namespace ?? (env.POD_NAMESPACE || fallbackNamespace());
   if (!namespace) {
     throw new Error(

@@ -86,6 +86,7 @@ function replica(name: string, webhook = false): Replica {
   const mgr = new Manager({
     config,
     metricsBindAddress: "0",
+    healthProbeBindAddress: "127.0.0.1:0",
     metricsRegistry: registry,
     sharding: { ring: RING, shardName: name, namespace: LEASES, webhook, ...TIMING },
     ...(webhook
@@ -284,6 +285,15 @@ describe("sharding with two managers in one process", () => {
         60_000,
         100,
       );
+      await eventually("shard-b is ready", async () => {
+        const response = await fetch(`${b!.mgr.healthProbeURL}/readyz`);
+        await response.body?.cancel();
+        return response.ok;
+      });
+      assert.equal(await metric(a, "rudder_shard_ring_members"), 2);
+      assert.equal(await metric(b, "rudder_shard_member"), 1);
+      assert.equal(await metric(b, "rudder_shard_objects"), 2 * onB, "its objects and children");
+      assert.ok(await metric(a, "rudder_shard_moves_total") >= expectedMoves);
       const drains = await metric(a, "rudder_shard_drains_total");
       assert.ok(
         drains >= expectedMoves && drains <= expectedMoves + LATE,

@@ -4,6 +4,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { Lease } from "../../lib/api/builtins.ts";
 import { liveShards, RingMembers } from "../../lib/sharding/membership.ts";
+import { resolveShardingOptions } from "../../lib/sharding/options.ts";
 import { FakeClock } from "../../lib/testing/fake_clock.ts";
 
 const T0 = Date.parse("2026-01-01T00:00:00Z");
@@ -67,5 +68,41 @@ describe("RingMembers", () => {
     assert.equal(changes, 2);
     assert.deepEqual(members.ring.members, ["a"]);
     members.stop();
+  });
+});
+
+describe("resolveShardingOptions", () => {
+  it("takes the shard from POD_NAME and the namespace from POD_NAMESPACE, with leader election's durations", () => {
+    const resolved = resolveShardingOptions(
+      { ring: "r" },
+      () => "fallback",
+      { POD_NAME: "op-7c9f-x2", POD_NAMESPACE: "ops" },
+    );
+    assert.deepEqual(resolved, {
+      ring: "r",
+      shardName: "op-7c9f-x2",
+      namespace: "ops",
+      leaseDuration: 15_000,
+      renewDeadline: 10_000,
+      retryPeriod: 2_000,
+      virtualNodes: 256,
+      webhook: undefined,
+    });
+    assert.equal(
+      resolveShardingOptions({ ring: "r", shardName: "s" }, () => "fb", {}).namespace,
+      "fb",
+    );
+  });
+
+  it("refuses a bad ring name, a shard name that is no label value, and no namespace", () => {
+    assert.throws(() => resolveShardingOptions({ ring: "R" }, () => "ns", {}), /DNS label/);
+    assert.throws(
+      () => resolveShardingOptions({ ring: "r", shardName: "a/b" }, () => "ns", {}),
+      /label value/,
+    );
+    assert.throws(
+      () => resolveShardingOptions({ ring: "r", shardName: "a" }, () => undefined, {}),
+      /namespace/,
+    );
   });
 });
