@@ -125,6 +125,11 @@ export interface SharderOptions {
   metrics?: Pick<ShardingMetrics, "moved">;
   /** Objects per page in a sweep; default 500. */
   pageSize?: number;
+  /**
+   * The namespaces the sharded kinds live in (the manager cache's namespaces); default all.
+   * With a namespaced Role the sharder can only watch and list these.
+   */
+  namespaces?: readonly string[];
 }
 
 /** The kind of each item in the assignment queue, and where it is. */
@@ -154,13 +159,15 @@ export class Sharder {
   async run(signal: AbortSignal): Promise<void> {
     const kinds = this.#options.kinds();
     const forTypes = kinds.map((k) => k.type);
-    const watched = uniqueKinds(kinds);
-    const informers = watched.map((type) =>
-      new Informer<KubeObject>(this.#options.rest, type, {
-        labelSelector: `!${this.#shardKey}`,
-        metadataOnly: true,
-        resyncPeriod: 0,
-      })
+    const informers = uniqueKinds(kinds).flatMap((type) =>
+      this.#namespacesOf(type).map((namespace) =>
+        new Informer<KubeObject>(this.#options.rest, type, {
+          namespace,
+          labelSelector: `!${this.#shardKey}`,
+          metadataOnly: true,
+          resyncPeriod: 0,
+        })
+      )
     );
     const queue = new WorkQueue<Unassigned>({
       name: `${this.#options.ring}-sharder`,
@@ -375,9 +382,25 @@ export class Sharder {
     });
   }
 
-  /** The assigned objects of `type`, page by page (metadata only). */
+  /** The namespaces to watch `type` in (`undefined`: all of them). */
+  #namespacesOf(type: ResourceType<KubeObject>): (string | undefined)[] {
+    const namespaces = this.#options.namespaces;
+    return type.scope === "Cluster" || !namespaces ? [undefined] : [...namespaces];
+  }
+
+  /** The assigned objects of `type`, page by page (metadata only), namespace by namespace. */
   async *#listAssigned(
     type: ResourceType<KubeObject>,
+    signal: AbortSignal,
+  ): AsyncGenerator<KubeObject> {
+    for (const namespace of this.#namespacesOf(type)) {
+      yield* this.#listPages(type, namespace, signal);
+    }
+  }
+
+  async *#listPages(
+    type: ResourceType<KubeObject>,
+    namespace: string | undefined,
     signal: AbortSignal,
   ): AsyncGenerator<KubeObject> {
     let token: string | undefined;
@@ -385,7 +408,7 @@ export class Sharder {
       const page = await this.#options.rest.request<
         { metadata?: { continue?: string }; items?: KubeObject[] }
       >({
-        path: resourcePath(type),
+        path: resourcePath(type, { namespace }),
         accept: METADATA_LIST_ACCEPT,
         query: {
           labelSelector: this.#shardKey,

@@ -304,6 +304,7 @@ export class Sharding implements ShardingHost, Runnable {
           rest: this.#deps.rest,
           client: this.#deps.client,
           metrics: this.#metrics,
+          namespaces: this.#namespaces(),
         }).run(sharderStop.signal);
         await holding;
       } catch (err) {
@@ -322,6 +323,12 @@ export class Sharding implements ShardingHost, Runnable {
       }
       if (!signal.aborted) await sleep(this.#options.retryPeriod, signal);
     }
+  }
+
+  /** The namespaces the manager's cache holds, unless it holds all of them. */
+  #namespaces(): string[] | undefined {
+    const namespaces = Object.keys(this.#deps.cacheDefaults.namespaces ?? {});
+    return namespaces.length === 0 || namespaces.includes("") ? undefined : namespaces;
   }
 
   #elector(name: string, labels?: Record<string, string>): LeaderElector {

@@ -88,6 +88,8 @@ function replica(name: string, webhook = false): Replica {
     metricsBindAddress: "0",
     healthProbeBindAddress: "127.0.0.1:0",
     metricsRegistry: registry,
+    // One namespace, as an operator with a namespaced Role has: the sharder keeps to it too.
+    cache: { defaultNamespaces: { [NAMESPACE]: {} } },
     sharding: { ring: RING, shardName: name, namespace: LEASES, webhook, ...TIMING },
     ...(webhook
       ? {
