@@ -294,7 +294,11 @@ describe("sharding with two managers in one process", () => {
       });
       assert.equal(await metric(a, "rudder_shard_ring_members"), 2);
       assert.equal(await metric(b, "rudder_shard_member"), 1);
-      assert.equal(await metric(b, "rudder_shard_objects"), 2 * onB, "its objects and children");
+      await eventually(
+        "shard-b caches its objects and their children",
+        async () => await metric(b!, "rudder_shard_objects") === 2 * onB,
+        10_000,
+      );
       assert.ok(await metric(a, "rudder_shard_moves_total") >= expectedMoves);
       const drains = await metric(a, "rudder_shard_drains_total");
       assert.ok(
