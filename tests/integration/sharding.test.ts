@@ -358,4 +358,59 @@ describe("sharding with two managers in one process", () => {
       assert.deepEqual(results, [undefined, undefined]);
     }
   });
+
+  it("moves a dead shard's objects at once when its Lease expires, drained or not", async () => {
+    windows.length = 0;
+    deletesSeen.length = 0;
+    const GHOSTS = 10;
+    // A shard that holds its Lease once and then dies without a word.
+    await client.create({
+      apiVersion: "coordination.k8s.io/v1",
+      kind: "Lease",
+      metadata: {
+        namespace: LEASES,
+        name: "ghost",
+        labels: { "sharding.rudder.dev/ring": RING },
+      },
+      spec: {
+        holderIdentity: "ghost",
+        leaseDurationSeconds: 3,
+        renewTime: new Date().toISOString().replace("Z", "000Z"),
+      },
+    });
+    const first = COUNT + LATE;
+    for (let i = first; i < first + GHOSTS; i++) {
+      await client.create({
+        apiVersion: Shardee.apiVersion,
+        kind: Shardee.kind,
+        metadata: { namespace: NAMESPACE, name: `obj-${i}`, labels: { [SHARD]: "ghost" } },
+        spec: { generation: 0 },
+      });
+    }
+    total = first + GHOSTS;
+    const a = replica("shard-a", true);
+    try {
+      // While the ghost's Lease lasts, some objects are marked to drain from it: it never
+      // acknowledges. Once it expires, every object goes to shard-a directly.
+      await eventually(
+        "every object is on shard-a",
+        () => settledOn(new HashRing(["shard-a"])),
+        30_000,
+        100,
+      );
+      await eventually(
+        "shard-a reconciled the ghost's objects",
+        () =>
+          new Set(windows.filter((w) => Number(w.key.slice(4)) >= first).map((w) => w.key)).size ===
+            GHOSTS,
+        30_000,
+      );
+      assert.ok(await metric(a, "rudder_shard_moves_total") >= GHOSTS);
+      assert.deepEqual(windows.filter((w) => w.replica !== "shard-a" || !w.found), []);
+      assert.deepEqual(deletesSeen, [], "no moved object looked deleted");
+    } finally {
+      a.stop.abort();
+      assert.equal(await a.running, undefined);
+    }
+  });
 });
