@@ -42,7 +42,7 @@ export interface ShardingOptions {
   renewDeadline?: number;
   /** Time between renewals and between attempts; default 2 000. */
   retryPeriod?: number;
-  /** Points per shard on the hash ring; default 256. */
+  /** Points per shard on the hash ring; default 512. */
   virtualNodes?: number;
   /**
    * Assign objects as they are created, through the mutating webhook `/shard-<ring>` on the

@@ -85,7 +85,7 @@ describe("resolveShardingOptions", () => {
       leaseDuration: 15_000,
       renewDeadline: 10_000,
       retryPeriod: 2_000,
-      virtualNodes: 256,
+      virtualNodes: 512,
       webhook: undefined,
     });
     assert.equal(

@@ -35,10 +35,16 @@ describe("HashRing", () => {
     assert.notEqual(hashKey("a"), hashKey("b"));
   });
 
-  it("spreads 3,000 keys over 3 shards within ±15 %", () => {
-    const counts = spread(new HashRing(["replica-0", "replica-1", "replica-2"]));
-    for (const [shard, count] of counts) {
-      assert.ok(count >= 850 && count <= 1_150, `${shard} has ${count} of 3,000 keys`);
+  it("spreads 3,000 keys over 3 shards within ±15 %, whatever the shards are called", () => {
+    const names = [
+      ["replica-0", "replica-1", "replica-2"],
+      ["shard-a", "shard-b", "shard-c"],
+      ["op-5d8f7b9c4-x7k2p", "op-5d8f7b9c4-q9w3e", "op-5d8f7b9c4-m2n8v"],
+    ];
+    for (const members of names) {
+      for (const [shard, count] of spread(new HashRing(members))) {
+        assert.ok(count >= 850 && count <= 1_150, `${shard} has ${count} of 3,000 keys`);
+      }
     }
   });
 
