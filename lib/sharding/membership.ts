@@ -18,7 +18,9 @@ const logger = getLogger(["rudder", "sharding"]);
 /** When a Lease stops counting as live (wall-clock ms), or `undefined` when it is not live. */
 export function leaseExpiry(lease: DeepReadonly<Lease>): number | undefined {
   const spec = lease.spec;
-  if (!spec?.holderIdentity || !spec.renewTime) return undefined;
+  // A shard holds its own Lease; held by anyone else (the sharder moving its objects) it is out.
+  if (!spec?.holderIdentity || spec.holderIdentity !== lease.metadata?.name) return undefined;
+  if (!spec.renewTime) return undefined;
   const renewed = Date.parse(spec.renewTime);
   if (Number.isNaN(renewed)) return undefined;
   return renewed + (spec.leaseDurationSeconds ?? 0) * 1000;
@@ -76,7 +78,7 @@ export interface RingMembersOptions {
 }
 
 /**
- * The ring as the Leases say it is. Feed it the Leases (`update`, from a watch); it calls its
+ * The ring as the Leases say it is (a Lease counts while its holder is the shard it names). Feed it the Leases (`update`, from a watch); it calls its
  * listeners when the set of live shards changes, and re-evaluates by itself when a Lease would
  * expire.
  */
@@ -127,6 +129,12 @@ export class RingMembers {
     this.#known = true;
     this.#evaluate();
     this.#firstKnown.resolve();
+  }
+
+  /** The Lease of `shard` as last seen, if any. */
+  lease(shard: string): DeepReadonly<Lease> | undefined {
+    for (const lease of this.#leases) if (lease.metadata?.name === shard) return lease;
+    return undefined;
   }
 
   /** Stops the expiry timer. */

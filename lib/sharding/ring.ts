@@ -34,18 +34,28 @@ const encoder = new TextEncoder();
  */
 export function hashKey(key: string): number {
   let hash = 0x811c9dc5;
-  // ASCII (nearly every Kubernetes name) is its own UTF-8: no encoder, no allocation.
-  if (/^[\x00-\x7f]*$/.test(key)) {
-    for (let i = 0; i < key.length; i++) {
-      hash ^= key.charCodeAt(i);
-      hash = Math.imul(hash, 0x01000193);
-    }
-  } else {
-    for (const byte of encoder.encode(key)) {
-      hash ^= byte;
-      hash = Math.imul(hash, 0x01000193);
-    }
+  for (let i = 0; i < key.length; i++) {
+    const code = key.charCodeAt(i);
+    // ASCII (nearly every Kubernetes name) is its own UTF-8: no encoder, no allocation.
+    if (code >= 0x80) return finalize(fnvBytes(encoder.encode(key)));
+    hash ^= code;
+    hash = Math.imul(hash, 0x01000193);
   }
+  return finalize(hash);
+}
+
+/** FNV-1a over bytes. */
+function fnvBytes(bytes: Uint8Array): number {
+  let hash = 0x811c9dc5;
+  for (const byte of bytes) {
+    hash ^= byte;
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return hash;
+}
+
+/** MurmurHash3's 32-bit finalizer: every input bit reaches every output bit. */
+function finalize(hash: number): number {
   hash ^= hash >>> 16;
   hash = Math.imul(hash, 0x85ebca6b);
   hash ^= hash >>> 13;

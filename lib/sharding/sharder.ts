@@ -17,6 +17,7 @@
 
 import { getLogger } from "@logtape/logtape";
 import type { DeepReadonly } from "../api/readonly.ts";
+import { Lease } from "../api/builtins.ts";
 import { type KubeObject, resourcePath, type ResourceType } from "../api/resource.ts";
 import { Informer } from "../cache/informer.ts";
 import { objectKey } from "../cache/store.ts";
@@ -35,7 +36,7 @@ import {
   ringKey,
   shardLabel,
 } from "./labels.ts";
-import type { RingMembers } from "./membership.ts";
+import { leaseExpiry, type RingMembers } from "./membership.ts";
 import type { ShardingMetrics } from "./metrics.ts";
 import { assignPatch, drainPatch, undrainPatch } from "./patches.ts";
 import type { HashRing } from "./ring.ts";
@@ -125,6 +126,12 @@ export interface SharderOptions {
   metrics?: Pick<ShardingMetrics, "moved">;
   /** Objects per page in a sweep; default 500. */
   pageSize?: number;
+  /** The namespace of the shard Leases. */
+  leaseNamespace: string;
+  /** Who the sharder is, written as the holder of the dead shards' Leases it claims. */
+  identity: string;
+  /** Seconds a claim of a dead shard's Lease lasts if the sharder dies before releasing it. */
+  claimSeconds: number;
   /**
    * The namespaces the sharded kinds live in (the manager cache's namespaces); default all.
    * With a namespaced Role the sharder can only watch and list these.
@@ -323,6 +330,34 @@ export class Sharder {
     if (ring.empty) return;
     const alive = (shard: string) => ring.has(shard);
     const pool = new Pool(SWEEP_CONCURRENCY);
+    // A dead shard's objects move only once the sharder holds its Lease: a shard coming back
+    // meanwhile finds it held and waits, instead of reconciling objects that are moving away.
+    const claims = new Map<string, Promise<boolean>>();
+    const claimed = (shard: string) => {
+      let claim = claims.get(shard);
+      if (!claim) claims.set(shard, claim = this.#claim(shard));
+      return claim;
+    };
+    try {
+      await this.#sweepWith(signal, forTypes, kinds, ring, alive, pool, claimed);
+    } finally {
+      await pool.drain().catch(() => {});
+      for (const [shard, claim] of claims) {
+        if (await claim.catch(() => false)) await this.#unclaim(shard);
+      }
+    }
+  }
+
+  /** The sweep's two passes (children of gone shards, then the sharded objects). */
+  async #sweepWith(
+    signal: AbortSignal,
+    forTypes: readonly ResourceType<KubeObject>[],
+    kinds: readonly ShardedKind[],
+    ring: HashRing,
+    alive: (shard: string) => boolean,
+    pool: Pool,
+    claimed: (shard: string) => Promise<boolean>,
+  ): Promise<void> {
     // Children of a gone shard first, straight to where their owner goes: the owner's new shard
     // then finds them in its cache when it first reconciles the owner.
     for (const type of uniqueKinds(kinds).filter((t) => !forTypes.includes(t))) {
@@ -332,6 +367,7 @@ export class Sharder {
         const owner = controllingOwner(obj, forTypes);
         if (!owner) continue;
         await pool.run(async () => {
+          if (!(await claimed(current))) return;
           const target = await this.#ownerShard(owner, forTypes, ring);
           if (!target) return;
           await this.#patch(
@@ -357,6 +393,7 @@ export class Sharder {
           ? undrainPatch(labels, this.#shardKey, this.#drainKey, current)
           : assignPatch(labels, this.#shardKey, this.#drainKey, target!);
         await pool.run(async () => {
+          if (decision === "move" && !(await claimed(current))) return;
           if (!(await this.#patch(obj, ops))) return; // changed: the next sweep sees it
           if (decision !== "undrain") {
             moved++;
@@ -380,6 +417,57 @@ export class Sharder {
       members: ring.members.join(", "),
       moved,
     });
+  }
+
+  /**
+   * Takes the Lease of a shard the ring counts as gone, as the version the ring saw (so a shard
+   * that renewed or came back meanwhile wins). True when the sharder holds it, or when there is
+   * none (nothing to come back into).
+   */
+  async #claim(shard: string): Promise<boolean> {
+    const lease = this.#options.members.lease(shard);
+    if (!lease) return true;
+    const expiry = leaseExpiry(lease);
+    if (expiry !== undefined && expiry > Date.now()) return false; // it came back
+    const now = new Date().toISOString().replace("Z", "000Z");
+    try {
+      await this.#options.client.update({
+        ...structuredClone(lease) as Lease,
+        spec: {
+          ...structuredClone(lease.spec),
+          holderIdentity: this.#options.identity,
+          leaseDurationSeconds: this.#options.claimSeconds,
+          acquireTime: now,
+          renewTime: now,
+        },
+      });
+      logger.debug("Claimed the Lease of gone shard {shard}", { shard });
+      return true;
+    } catch (err) {
+      if (isConflict(err) || isNotFound(err)) return false; // it changed: the next sweep decides
+      throw err;
+    }
+  }
+
+  /** Releases a claimed Lease once the shard's objects have moved, so the shard may come back. */
+  async #unclaim(shard: string): Promise<void> {
+    try {
+      const lease = await this.#options.client.get(Lease, {
+        namespace: this.#options.leaseNamespace,
+        name: shard,
+      });
+      if (lease.spec?.holderIdentity !== this.#options.identity) return;
+      await this.#options.client.update({
+        ...lease,
+        spec: { ...lease.spec, holderIdentity: "", leaseDurationSeconds: 1 },
+      });
+    } catch (err) {
+      // It expires by itself within claimSeconds.
+      logger.warn("Releasing the Lease of gone shard {shard} failed: {error}", {
+        shard,
+        error: errorMessage(err),
+      });
+    }
   }
 
   /** The namespaces to watch `type` in (`undefined`: all of them). */

@@ -305,6 +305,9 @@ export class Sharding implements ShardingHost, Runnable {
           client: this.#deps.client,
           metrics: this.#metrics,
           namespaces: this.#namespaces(),
+          leaseNamespace: this.#options.namespace,
+          identity: `${sharderLeaseName(this.#options.ring)}/${this.#options.shardName}`,
+          claimSeconds: Math.ceil(this.#options.leaseDuration / 1000),
         }).run(sharderStop.signal);
         await holding;
       } catch (err) {

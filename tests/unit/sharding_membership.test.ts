@@ -23,12 +23,13 @@ function lease(name: string, renewedAt: number, seconds = 15, holder = name): Le
 }
 
 describe("liveShards", () => {
-  it("counts Leases that are held and renewed within their duration", () => {
+  it("counts Leases held by their own shard and renewed within their duration", () => {
     const { members, nextExpiry } = liveShards([
       lease("b", T0),
       lease("a", T0 - 10_000),
       lease("expired", T0 - 15_000),
       lease("released", T0, 15, ""),
+      lease("claimed", T0, 15, "r-sharder/b"), // the sharder moves its objects away
     ], T0);
     assert.deepEqual(members, ["a", "b"]);
     assert.equal(nextExpiry, T0 + 5_000);
