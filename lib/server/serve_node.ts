@@ -14,8 +14,7 @@ import https from "node:https";
 import type { Socket } from "node:net";
 import { Readable } from "node:stream";
 import { discardBody } from "./body.ts";
-import type { ForwarderOptions } from "./forwarder.ts";
-import type { PeerHandler, Served, ServeOptions, TLSPair } from "./types.ts";
+import type { ListenerOptions, PeerHandler, Served, ServeOptions, TLSPair } from "./types.ts";
 
 /** How often Node checks its header timeout, at most: its default (30 s) is far coarser. */
 const MAX_CHECK_INTERVAL_MS = 1_000;
@@ -161,18 +160,18 @@ function listen(server: http.Server, hostname: string | undefined, port: number)
 }
 
 /**
- * A server on Node with the limits of {@linkcode ForwarderOptions}, and the same surface as the
+ * A server on Node with the limits of {@linkcode ListenerOptions}, and the same surface as the
  * forwarder: `address`, `swap` and `close`.
  */
 export class NodeServer {
   readonly #server: http.Server | https.Server;
-  readonly #options: ForwarderOptions;
+  readonly #options: ListenerOptions;
   /** Connections open now, and those a swap retired, with the timers that close the latter. */
   readonly #sockets = new Set<Socket>();
   readonly #drains = new Set<ReturnType<typeof setTimeout>>();
   #inFlight = 0;
 
-  private constructor(server: http.Server | https.Server, options: ForwarderOptions) {
+  private constructor(server: http.Server | https.Server, options: ListenerOptions) {
     this.#server = server;
     this.#options = options;
   }
@@ -181,7 +180,7 @@ export class NodeServer {
    * Serves on `options.hostname` and `options.port`, HTTPS with `pair` or plain HTTP without;
    * rejects when the pair does not load or the port is taken.
    */
-  static async listen(options: ForwarderOptions, pair?: TLSPair): Promise<NodeServer> {
+  static async listen(options: ListenerOptions, pair?: TLSPair): Promise<NodeServer> {
     let self: NodeServer | undefined;
     const handler: PeerHandler = async (request) => {
       self!.#inFlight++;
