@@ -166,14 +166,21 @@ function listen(server: http.Server, hostname: string | undefined, port: number)
 export class NodeServer {
   readonly #server: http.Server | https.Server;
   readonly #options: ListenerOptions;
-  /** Connections open now, and those a swap retired, with the timers that close the latter. */
+  /** The connections open now. */
   readonly #sockets = new Set<Socket>();
+  /** The timers that close the connections of replaced certificates. */
   readonly #drains = new Set<ReturnType<typeof setTimeout>>();
-  #inFlight = 0;
+  /** Requests in the handler. */
+  readonly #requests: { inFlight: number };
 
-  private constructor(server: http.Server | https.Server, options: ListenerOptions) {
+  private constructor(
+    server: http.Server | https.Server,
+    options: ListenerOptions,
+    requests: { inFlight: number },
+  ) {
     this.#server = server;
     this.#options = options;
+    this.#requests = requests;
   }
 
   /**
@@ -181,13 +188,13 @@ export class NodeServer {
    * rejects when the pair does not load or the port is taken.
    */
   static async listen(options: ListenerOptions, pair?: TLSPair): Promise<NodeServer> {
-    let self: NodeServer | undefined;
+    const requests = { inFlight: 0 };
     const handler: PeerHandler = async (request) => {
-      self!.#inFlight++;
+      requests.inFlight++;
       try {
         return await options.handler(request);
       } finally {
-        self!.#inFlight--;
+        requests.inFlight--;
       }
     };
     const listener = bridge(handler, {
@@ -200,6 +207,9 @@ export class NodeServer {
       // The whole request is not bounded (Go's ReadTimeout is unset); its head is.
       requestTimeout: 0,
       keepAliveTimeout: options.idleTimeout,
+      // Node's default adds a second to the idle timeout before it closes (for clients racing
+      // it); the idle timeout is already above Go's clients' 90 s.
+      keepAliveTimeoutBuffer: 0,
       connectionsCheckingInterval: Math.max(
         10,
         Math.min(MAX_CHECK_INTERVAL_MS, options.readHeaderTimeout / 4),
@@ -214,11 +224,8 @@ export class NodeServer {
         handshakeTimeout: options.readHeaderTimeout,
       }, listener)
       : http.createServer(limits, listener);
-    // Node adds a second to the idle timeout before it closes (for clients racing it): the
-    // timeout here is already above Go's clients' 90 s.
-    (server as { keepAliveTimeoutBuffer?: number }).keepAliveTimeoutBuffer = 0;
     server.maxConnections = options.maxConnections;
-    self = new NodeServer(server, options);
+    const self = new NodeServer(server, options, requests);
     const sockets = self.#sockets;
     server.on("connection", (socket: Socket) => {
       sockets.add(socket);
@@ -270,11 +277,11 @@ export class NodeServer {
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     const deadline = Date.now() + this.#options.requestGrace;
     // A connection whose answer ends while closing turns idle: close it then.
-    while (this.#inFlight > 0 && Date.now() < deadline) {
+    while (this.#requests.inFlight > 0 && Date.now() < deadline) {
       server.closeIdleConnections();
       await pause(10);
     }
-    const late = this.#inFlight > 0;
+    const late = this.#requests.inFlight > 0;
     server.closeIdleConnections();
     // An answer still being written to a slow client goes on a moment, then its connection too.
     const flushed = Date.now() + 2_000;
