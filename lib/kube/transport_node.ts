@@ -5,8 +5,8 @@
  * the `undici` package, which Rudder does not depend on; the agent takes them all.
  *
  * Proxies: a kubeconfig's `proxy-url` carries every request; without it `HTTPS_PROXY`,
- * `HTTP_PROXY` and `NO_PROXY` (or their lower-case spellings) apply, as Deno's and Bun's
- * `fetch` read them, except to a loopback host, which Go's clients never proxy either.
+ * `HTTP_PROXY` and `NO_PROXY` (or their lower-case spellings) apply, as Bun's `fetch` reads
+ * them, except to a loopback host, which Go's clients (client-go's among them) never proxy.
  *
  * @module
  */
