@@ -153,7 +153,7 @@ describe("newTransport", () => {
       assert.equal(requests[0].headers.accept, "application/json");
       assert.match(
         defaultUserAgent(),
-        new RegExp(`^rudder/${VERSION} \\((deno|bun) [^;]+; \\w+/\\w+\\)$`),
+        new RegExp(`^rudder/${VERSION} \\((deno|bun|node) [^;]+; \\w+/\\w+\\)$`),
       );
       // A path without a leading slash still goes to the server root.
       await (await transport.fetch("version")).body?.cancel();
@@ -280,6 +280,30 @@ describe("newTransport", () => {
     },
   );
 
+  it(
+    "sends a DELETE's body framed, so the next request on the connection is whole",
+    TIMEOUT,
+    async () => {
+      const transport = newTransport(configWith({ credentials: () => Promise.resolve({}) }));
+      try {
+        requests.length = 0;
+        const options = '{"kind":"DeleteOptions","preconditions":{"uid":"x"}}';
+        const deleted = await transport.fetch("/delete", { method: "DELETE", body: options });
+        assert.equal(deleted.status, 200);
+        await deleted.body?.cancel();
+        const next = await transport.fetch("/next", { method: "POST", body: "{}" });
+        assert.equal(next.status, 200);
+        await next.body?.cancel();
+        assert.deepEqual(requests.map(({ url, body }) => ({ url, body })), [
+          { url: "/delete", body: options },
+          { url: "/next", body: "{}" },
+        ]);
+      } finally {
+        transport.close();
+      }
+    },
+  );
+
   it("refuses requests after close, naming the server", TIMEOUT, async () => {
     const transport = newTransport(
       configWith({ credentials: () => Promise.resolve({}) }),
@@ -287,4 +311,40 @@ describe("newTransport", () => {
     transport.close();
     await assert.rejects(transport.fetch("/version"), new RegExp(`transport to ${base} is closed`));
   });
+
+  it(
+    "sends a request again on a new connection when a kept one turns out closed",
+    TIMEOUT,
+    async () => {
+      // Answers the first request of each connection, and drops the connection at its second:
+      // what a client sees when the server closes an idle connection as it is reused.
+      const served = new WeakMap<object, number>();
+      let connections = 0;
+      const dropping = createServer((req, res) => {
+        const count = (served.get(req.socket) ?? 0) + 1;
+        served.set(req.socket, count);
+        if (count > 1) return void req.socket.destroy();
+        req.resume();
+        req.on("end", () => res.end(JSON.stringify({ path: req.url })));
+      });
+      dropping.on("connection", () => connections++);
+      await new Promise<void>((resolve) => dropping.listen(0, "127.0.0.1", resolve));
+      const port = (dropping.address() as { port: number }).port;
+      const transport = newTransport({
+        ...configWith({ credentials: () => Promise.resolve({}) }),
+        server: `http://127.0.0.1:${port}`,
+      });
+      try {
+        for (const path of ["/a", "/b", "/c"]) {
+          const response = await transport.fetch(path, { method: "PUT", body: "{}" });
+          assert.deepEqual(await response.json(), { path });
+        }
+        assert.equal(connections, 3);
+      } finally {
+        transport.close();
+        dropping.closeAllConnections();
+        await new Promise((resolve) => dropping.close(resolve));
+      }
+    },
+  );
 });
