@@ -32,6 +32,7 @@ import {
   type ProjectSettings,
   runModuleCommand,
   type Runtime,
+  RUNTIMES,
 } from "./project.ts";
 
 /** Milliseconds the operator gets to stop after SIGTERM before it is killed. */
@@ -112,7 +113,7 @@ export const devSpec: CommandSpec = {
     },
     runtime: {
       type: "string",
-      value: "deno|bun",
+      value: "deno|bun|node",
       description: "The runtime that runs the operator (default: the one running rudder).",
     },
   },
@@ -125,6 +126,7 @@ export const devSpec: CommandSpec = {
   examples: [
     "rudder dev",
     "rudder dev --kubeconfig ~/.kube/kind-config --runtime bun",
+    "rudder dev --runtime node",
   ],
 };
 
@@ -132,7 +134,7 @@ export const devSpec: CommandSpec = {
 export async function runDev(args: string[], io: CommandIO): Promise<number> {
   const parsed = parseCommandArgs(devSpec, args);
   if (!parsed) return 0;
-  const runtime = choiceFlag(parsed, "runtime", ["deno", "bun"] as const, currentRuntime(), "dev");
+  const runtime = choiceFlag(parsed, "runtime", RUNTIMES, currentRuntime(), "dev");
   const dirFlag = stringFlag(parsed, "dir");
   const settings = loadProject(dirFlag ? resolve(io.cwd, dirFlag) : findProjectDir(io.cwd));
   const kubeconfigFlag = stringFlag(parsed, "kubeconfig");

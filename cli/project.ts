@@ -200,12 +200,16 @@ function defaultApiModules(root: string): string[] {
     .map((file) => `api/${file}`);
 }
 
-/** The two runtimes an operator runs on. */
-export type Runtime = "deno" | "bun";
+/** The runtimes an operator runs on. */
+export type Runtime = "deno" | "bun" | "node";
+
+/** The runtimes, for flags that choose one. */
+export const RUNTIMES: readonly Runtime[] = ["deno", "bun", "node"];
 
 /** The runtime running this process. */
 export function currentRuntime(): Runtime {
-  return "Deno" in globalThis ? "deno" : "bun";
+  if ("Deno" in globalThis) return "deno";
+  return "Bun" in globalThis ? "bun" : "node";
 }
 
 function isExecutable(path: string): boolean {
@@ -221,6 +225,14 @@ function isExecutable(path: string): boolean {
 const CHECKOUT_RUNTIMES: Record<Runtime, string> = {
   deno: "../node_modules/deno/deno",
   bun: "../node_modules/bun/bin/bun.exe",
+  node: "../node_modules/node/bin/node",
+};
+
+/** Where each runtime is to be had, for the error that says it is missing. */
+const RUNTIME_SITES: Record<Runtime, string> = {
+  deno: "https://deno.com",
+  bun: "https://bun.sh",
+  node: "https://nodejs.org",
 };
 
 /**
@@ -232,6 +244,10 @@ export function runtimeExecutable(
   env: Record<string, string | undefined>,
 ): string {
   if (runtime === currentRuntime()) return process.execPath;
+  const pinned = checkoutRuntime(runtime);
+  // A system Node is often older than the 26 Rudder needs (TypeScript, single executables),
+  // so the checkout's pinned Node comes first; a Deno or Bun on PATH is taken as the user's.
+  if (runtime === "node" && pinned) return pinned;
   const onPath = (env.PATH ?? "").split(delimiter).filter(Boolean)
     .map((dir) => join(dir, runtime))
     .filter(isExecutable);
@@ -239,17 +255,19 @@ export function runtimeExecutable(
   // a native binary runs anywhere, so it goes first.
   const native = onPath.find((candidate) => !isScript(candidate));
   if (native) return native;
-  if (import.meta.url.startsWith("file:")) {
-    const bundled = fileURLToPath(new URL(CHECKOUT_RUNTIMES[runtime], import.meta.url));
-    if (isExecutable(bundled)) return bundled;
-  }
+  if (pinned) return pinned;
   if (onPath.length > 0) return onPath[0];
   throw new Error(
-    `${runtime} was not found on PATH; install it (https://${
-      runtime === "deno" ? "deno.com" : "bun.sh"
-    }) ` +
+    `${runtime} was not found on PATH; install it (${RUNTIME_SITES[runtime]}) ` +
       `or run rudder with ${runtime} itself`,
   );
+}
+
+/** The runtime this checkout's `node_modules` holds, when it is one and holds it. */
+function checkoutRuntime(runtime: Runtime): string | undefined {
+  if (!import.meta.url.startsWith("file:")) return undefined;
+  const bundled = fileURLToPath(new URL(CHECKOUT_RUNTIMES[runtime], import.meta.url));
+  return isExecutable(bundled) ? bundled : undefined;
 }
 
 /** True for a file that starts with `#!`: a script run through an interpreter. */
@@ -301,9 +319,16 @@ export const DENO_ENV: Readonly<Record<string, string>> = { MALLOC_MMAP_THRESHOL
  */
 export const BUN_ENV: Readonly<Record<string, string>> = { MIMALLOC_PURGE_DELAY: "0" };
 
+/**
+ * Environment Rudder runs a Node operator with: none yet. Node allocates with glibc's malloc and
+ * runs V8 as Deno does, so Deno's settings may well suit it, but they were measured on Deno only;
+ * Node keeps its defaults until the benchmark says otherwise.
+ */
+export const NODE_ENV: Readonly<Record<string, string>> = {};
+
 /** The environment Rudder runs an operator with on `runtime`. */
 export function operatorEnv(runtime: Runtime): Readonly<Record<string, string>> {
-  return runtime === "deno" ? DENO_ENV : BUN_ENV;
+  return runtime === "deno" ? DENO_ENV : runtime === "bun" ? BUN_ENV : NODE_ENV;
 }
 
 /** {@linkcode operatorEnv} as `NAME=value` words, for a shell, a `deno task` or a script. */
