@@ -13,9 +13,13 @@ export const USAGE_EXIT_CODE = 2;
 
 /** A mistake in how the command was called: reported with the command's usage, exit code 2. */
 export class UsageError extends Error {
+  /** The command the mistake belongs to, for the hint that follows. */
+  readonly command?: string;
+
   /** `command` is the command the mistake belongs to, for the hint that follows. */
-  constructor(message: string, readonly command?: string) {
+  constructor(message: string, command?: string) {
     super(message);
+    this.command = command;
     this.name = "UsageError";
   }
 }

@@ -340,13 +340,21 @@ class FileEmitter {
   /** Imported names by source file: exported name → local alias. */
   readonly imports = new Map<string, Map<string, string>>();
 
+  readonly fileName: string;
+  /** Local type name of every schema, by schema name (all files). */
+  readonly names: Map<string, { file: string; name: string }>;
+  /** Names declared in this file. */
+  readonly localNames: Set<string>;
+
   constructor(
-    readonly fileName: string,
-    /** Local type name of every schema, by schema name (all files). */
-    readonly names: Map<string, { file: string; name: string }>,
-    /** Names declared in this file. */
-    readonly localNames: Set<string>,
-  ) {}
+    fileName: string,
+    names: Map<string, { file: string; name: string }>,
+    localNames: Set<string>,
+  ) {
+    this.fileName = fileName;
+    this.names = names;
+    this.localNames = localNames;
+  }
 
   /** The name this file uses for the type of `schemaName`, importing it when needed. */
   reference(schemaName: string): string {

@@ -21,8 +21,12 @@ export function ociCacheDirectory(env: Record<string, string | undefined>): stri
 export class BlobCache {
   readonly #dir: string;
 
+  /** The directory that holds `blobs/sha256/<hex>`. */
+  readonly root: string;
+
   /** `root` holds `blobs/sha256/<hex>`. */
-  constructor(readonly root: string) {
+  constructor(root: string) {
+    this.root = root;
     this.#dir = join(root, "blobs", "sha256");
   }
 

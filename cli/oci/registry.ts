@@ -35,9 +35,13 @@ export interface FetchedManifest {
 
 /** A failed registry request: the method, URL path, status and the registry's error codes. */
 export class RegistryError extends Error {
+  /** The HTTP status. */
+  readonly status: number;
+
   /** `status` is the HTTP status. */
-  constructor(message: string, readonly status: number) {
+  constructor(message: string, status: number) {
     super(message);
+    this.status = status;
     this.name = "RegistryError";
   }
 }
@@ -48,9 +52,13 @@ export class RegistryError extends Error {
  * (`fetch failed: Connection reset by peer`), which a bare `fetch failed` leaves in `cause`.
  */
 export class RegistryConnectionError extends Error {
+  /** The registry's host (and port). */
+  readonly registry: string;
+
   /** `registry` is the host (and port); `cause` the runtime's error. */
-  constructor(message: string, readonly registry: string, options?: { cause?: unknown }) {
+  constructor(message: string, registry: string, options?: { cause?: unknown }) {
     super(message, options);
+    this.registry = registry;
     this.name = "RegistryConnectionError";
   }
 }

@@ -1,6 +1,6 @@
 /**
  * The seam between the transport and the per-runtime TLS adapters (transport_deno.ts,
- * transport_bun.ts): the settings of one connection pool and the `fetch` bound to it. A file of
+ * transport_bun.ts, transport_node.ts): the settings of one connection pool and the `fetch` bound to it. A file of
  * its own, so the adapters and the transport do not import each other.
  *
  * @module

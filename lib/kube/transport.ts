@@ -1,7 +1,7 @@
 /**
  * The HTTP layer under every API call: `fetch` with the TLS settings and credentials of a
  * {@linkcode KubeConfig}. TLS differs per runtime, so each runtime has a small adapter
- * (transport_deno.ts, transport_bun.ts); the rest of Rudder never asks which runtime it is on.
+ * (transport_deno.ts, transport_bun.ts, transport_node.ts); the rest of Rudder never asks which runtime it is on.
  *
  * @module
  */
@@ -24,8 +24,9 @@ import {
 import type { Fetcher, TlsSettings } from "./fetcher.ts";
 import { createBunFetcher } from "./transport_bun.ts";
 import { createDenoFetcher } from "./transport_deno.ts";
+import { createNodeFetcher } from "./transport_node.ts";
 import { VERSION } from "../version.ts";
-import { bun, deno, runtimeName } from "../util/runtime.ts";
+import { bun, deno, node, runtimeName } from "../util/runtime.ts";
 
 /** Options of {@linkcode newTransport}. */
 export interface TransportOptions {
@@ -55,6 +56,8 @@ function runtimeVersion(): string {
   if (denoApi) return `deno ${denoApi.version.deno}`;
   const bunApi = bun();
   if (bunApi) return `bun ${bunApi.version}`;
+  const nodeVersion = node();
+  if (nodeVersion) return `node ${nodeVersion}`;
   return "unknown runtime";
 }
 
@@ -74,10 +77,7 @@ export function createFetcher(tls: TlsSettings): Fetcher {
   const runtime = runtimeName();
   if (runtime === "deno") return createDenoFetcher(tls);
   if (runtime === "bun") return createBunFetcher(tls);
-  throw new Error(
-    "Rudder's transport supports Deno and Bun; this runtime has neither Deno.createHttpClient " +
-      "nor Bun's fetch TLS options",
-  );
+  return createNodeFetcher(tls);
 }
 
 /** `host:port` of a URL, for messages; the URL itself (redacted) when it does not parse. */

@@ -112,11 +112,19 @@ interface SubjectAccessReview {
 export class DecisionCache<V> {
   readonly #entries = new Map<string, { value: Promise<V>; expires: number }>();
 
+  readonly ttl: number;
+  readonly maxEntries: number;
+  readonly now: () => number;
+
   constructor(
-    readonly ttl: number,
-    readonly maxEntries: number = MAX_CACHE_ENTRIES,
-    readonly now: () => number = () => performance.now(),
-  ) {}
+    ttl: number,
+    maxEntries: number = MAX_CACHE_ENTRIES,
+    now: () => number = () => performance.now(),
+  ) {
+    this.ttl = ttl;
+    this.maxEntries = maxEntries;
+    this.now = now;
+  }
 
   /** The remembered answer for `key`, or the one `compute` gives (then remembered). */
   get(key: string, compute: () => Promise<V>): Promise<V> {

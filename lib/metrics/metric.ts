@@ -78,11 +78,14 @@ class SeriesMap<L extends string, V> {
   /** Label positions in sorted-name order: Go's client writes label names sorted. */
   readonly #sorted: readonly number[];
 
-  constructor(
-    readonly metric: string,
-    readonly labelNames: readonly L[],
-    readonly initial: () => V,
-  ) {
+  readonly metric: string;
+  readonly labelNames: readonly L[];
+  readonly initial: () => V;
+
+  constructor(metric: string, labelNames: readonly L[], initial: () => V) {
+    this.metric = metric;
+    this.labelNames = labelNames;
+    this.initial = initial;
     this.#sorted = labelNames.map((_, i) => i).sort((a, b) =>
       labelNames[a] < labelNames[b] ? -1 : 1
     );

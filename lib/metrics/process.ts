@@ -44,7 +44,11 @@ interface Stat {
 
 /** Reads one process's procfs files; every method throws when its file cannot be read. */
 class ProcFS {
-  constructor(readonly root: string) {}
+  readonly root: string;
+
+  constructor(root: string) {
+    this.root = root;
+  }
 
   #read(path: string): string {
     return readFileSync(`${this.root}/${path}`, "utf8");

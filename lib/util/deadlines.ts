@@ -26,12 +26,13 @@ class Entry implements Deadline {
    * alive until then.
    */
   onExpire: (() => void) | undefined;
-  constructor(
-    readonly at: number,
-    onExpire: () => void,
-    readonly onCancel: () => void,
-  ) {
+  readonly at: number;
+  readonly onCancel: () => void;
+
+  constructor(at: number, onExpire: () => void, onCancel: () => void) {
+    this.at = at;
     this.onExpire = onExpire;
+    this.onCancel = onCancel;
   }
 
   cancel(): void {

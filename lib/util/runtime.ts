@@ -1,10 +1,12 @@
 /**
- * The one place that reads the runtime's globals (`Deno`, `Bun`), typed. Code that needs what
- * only one runtime offers (TLS connections, serving, timers that do not hold the process open)
- * asks here instead of casting `globalThis` itself.
+ * The one place that asks which runtime this is (`Deno`, `Bun`, or Node), typed. Code that needs
+ * what only one runtime offers (TLS connections, serving, timers that do not hold the process
+ * open) asks here instead of casting `globalThis` itself.
  *
  * @module
  */
+
+import process from "node:process";
 
 /**
  * The parts of Bun's global object that Rudder uses. Bun's own types are not available to
@@ -75,6 +77,23 @@ export function deno(): typeof Deno | undefined {
  */
 export function bun(): BunGlobal | undefined {
   return globals.Bun;
+}
+
+/**
+ * Node's version (such as `26.10.0`) when running on Node, otherwise `undefined`. Deno and Bun
+ * both claim a Node version in `process.versions` for compatibility, so only their absence
+ * makes this Node.
+ *
+ * @example
+ * ```ts
+ * import { node } from "./runtime.ts";
+ *
+ * console.log(node() ?? "not Node");
+ * ```
+ */
+export function node(): string | undefined {
+  if (globals.Deno || globals.Bun) return undefined;
+  return process.versions.node;
 }
 
 /**

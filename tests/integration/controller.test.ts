@@ -111,7 +111,11 @@ class ExampleReconciler implements Reconciler {
   statusUpdates = new Map<string, number>();
   reconciles = new Map<string, number>();
 
-  constructor(private readonly host: TestHost) {}
+  private readonly host: TestHost;
+
+  constructor(host: TestHost) {
+    this.host = host;
+  }
 
   async reconcile(req: Request, _ctx: ReconcileContext): Promise<Result> {
     this.reconciles.set(req.name, (this.reconciles.get(req.name) ?? 0) + 1);

@@ -8,7 +8,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import * as fs from "node:fs";
-import { createServer, type Server } from "node:https";
+import https, { createServer, type Server } from "node:https";
 import { createServer as createNetServer } from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -434,8 +434,10 @@ describe("no credential in any message", () => {
           },
           source: "a KubeConfig built by hand",
         };
-        // Both runtimes' transports then go through the global fetch, which fails as told.
+        // Deno's and Bun's transports then go through the global fetch, Node's through
+        // https.request; both fail as told.
         const realFetch = globalThis.fetch;
+        const realRequest = https.request;
         const denoFetch = process.env.RUDDER_DENO_FETCH;
         const urls: string[] = [];
         process.env.RUDDER_DENO_FETCH = "1";
@@ -443,6 +445,10 @@ describe("no credential in any message", () => {
           urls.push(String(input instanceof Request ? input.url : input));
           return Promise.reject(indiscreet(words, keyLine, reason === "proxy", code));
         }) as typeof fetch;
+        https.request = ((input: string | URL) => {
+          urls.push(String(input));
+          throw indiscreet(words, keyLine, reason === "proxy", code);
+        }) as typeof https.request;
         const rest = new RestClient(config, { maxRetries: 1 });
         const logged = logs.records.length;
         try {
@@ -455,6 +461,7 @@ describe("no credential in any message", () => {
           );
         } finally {
           globalThis.fetch = realFetch;
+          https.request = realRequest;
           if (denoFetch === undefined) delete process.env.RUDDER_DENO_FETCH;
           else process.env.RUDDER_DENO_FETCH = denoFetch;
           rest.close();

@@ -153,7 +153,7 @@ describe("newTransport", () => {
       assert.equal(requests[0].headers.accept, "application/json");
       assert.match(
         defaultUserAgent(),
-        new RegExp(`^rudder/${VERSION} \\((deno|bun) [^;]+; \\w+/\\w+\\)$`),
+        new RegExp(`^rudder/${VERSION} \\((deno|bun|node) [^;]+; \\w+/\\w+\\)$`),
       );
       // A path without a leading slash still goes to the server root.
       await (await transport.fetch("version")).body?.cancel();

@@ -28,14 +28,17 @@ import { setReady } from "./status.ts";
 
 /** Reconciles Website objects. */
 export class WebsiteReconciler implements Reconciler {
+  private readonly client: ChildClient;
+  private readonly recorder?: EventRecorder;
+
   /**
    * Reads and writes through `client` (the manager's, or a FakeClient in unit tests) and
    * records events with `recorder` when there is one.
    */
-  constructor(
-    private readonly client: ChildClient,
-    private readonly recorder?: EventRecorder,
-  ) {}
+  constructor(client: ChildClient, recorder?: EventRecorder) {
+    this.client = client;
+    this.recorder = recorder;
+  }
 
   /** Drives one Website towards its spec. */
   async reconcile(req: Request, ctx: ReconcileContext): Promise<Result> {

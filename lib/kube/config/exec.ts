@@ -106,7 +106,15 @@ interface RunOutput {
 
 /** A run that failed: the reason for the message, and stderr to show (redacted) with it. */
 class RunFailure {
-  constructor(readonly reason: string, readonly stderr: string, readonly stdout: string) {}
+  readonly reason: string;
+  readonly stderr: string;
+  readonly stdout: string;
+
+  constructor(reason: string, stderr: string, stdout: string) {
+    this.reason = reason;
+    this.stderr = stderr;
+    this.stdout = stdout;
+  }
 }
 
 /** Every string in a parsed JSON value, to blank in messages. */
