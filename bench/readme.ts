@@ -62,6 +62,8 @@ const COLUMNS: [name: string, heading: string][] = [
   ["rudder-deno", "Rudder, Deno"],
   ["rudder-bun", "Rudder, Bun"],
   ["rudder-bun-binary", "Rudder, Bun binary"],
+  ["rudder-node", "Rudder, Node"],
+  ["rudder-node-binary", "Rudder, Node binary"],
 ];
 
 /** The rows: measure, field, what it is, how to write the reference's own value. */

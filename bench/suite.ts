@@ -1,5 +1,5 @@
 /**
- * `deno task bench`: Rudder on Deno and on Bun side by side with Go controller-runtime (on
+ * `deno task bench`: Rudder on Deno, Bun and Node side by side with Go controller-runtime (on
  * protobuf and on JSON), `@kubernetes/client-node` and per-runtime floors, against one control
  * plane, in rounds; each round runs every measure's contenders in a fresh random order.
  * Results: bench/results/<date>.md and .json, with medians and per-round ratios against Go
@@ -35,8 +35,8 @@ import { ConfigMap } from "../lib/api/mod.ts";
 import { ENVTEST_KUBERNETES_VERSION } from "../lib/testing/assets.ts";
 import { Environment } from "../lib/testing/envtest.ts";
 import { ROOT, setup } from "../tools/setup.ts";
-import { BUN_COMPILE_FLAGS } from "../cli/build.ts";
-import { BUN_ENV, DENO_ENV, DENO_V8_FLAGS, operatorEnv } from "../cli/project.ts";
+import { BUN_COMPILE_FLAGS, nodeSeaConfig } from "../cli/build.ts";
+import { BUN_ENV, DENO_ENV, DENO_V8_FLAGS, NODE_RUNTIME_ENV, operatorEnv } from "../cli/project.ts";
 import {
   residentMemory,
   SENT_ANNOTATION,
@@ -61,6 +61,8 @@ const FLOOR = join(BENCH, "peers", "floor.ts");
 const BUN = join(ROOT, "node_modules", "bun", "bin", "bun.exe");
 /** The peer's own Node (the `node` package): client-node 2.x needs Node 22.19 or later. */
 const NODE = join(NODE_PEER, "node_modules", ".bin", "node");
+/** The Node Rudder runs on (the `node` package of the checkout: Node 26). */
+const NODE_RUDDER = join(ROOT, "node_modules", "node", "bin", "node");
 const DENO = process.execPath;
 
 /** Concurrent creates while filling a namespace. */
@@ -108,6 +110,12 @@ function denoCommand(script: string, v8Flags: readonly string[] = []): string[] 
 
 let goBinary = "";
 let bunBinary = "";
+let nodeBinary = "";
+
+/** Node with a collector the contender can force (`gc()`, as Deno's `--expose-gc`). */
+function nodeCommand(script: string): string[] {
+  return [NODE_RUDDER, "--expose-gc", script];
+}
 const bunVariantBinaries: Record<string, string> = {};
 
 function contenders(): Contender[] {
@@ -157,19 +165,42 @@ function contenders(): Contender[] {
       command: () => [bunBinary],
       env: BUN_ENV,
     },
+    {
+      name: "rudder-node",
+      label: "Rudder (Node)",
+      measures: MEASURES,
+      // Node runs the TypeScript as it is, types stripped: no bundle, no transpiler.
+      command: () => nodeCommand(RUDDER),
+      env: NODE_RUNTIME_ENV,
+    },
+    {
+      name: "rudder-node-binary",
+      label: "Rudder (Node single executable)",
+      measures: ["startup"],
+      prepare: () => void (nodeBinary ||= buildNodeBinary()),
+      command: () => [nodeBinary],
+      env: NODE_RUNTIME_ENV,
+    },
   ];
-  for (const runtime of ["deno", "bun"] as const) {
+  const runtimeNames = { deno: "Deno", bun: "Bun", node: "Node" } as const;
+  const runtimeCommand = (runtime: "deno" | "bun" | "node", script: string) =>
+    runtime === "deno"
+      ? denoCommand(script)
+      : runtime === "bun"
+      ? [BUN, "run", script]
+      : nodeCommand(script);
+  for (const runtime of ["deno", "bun", "node"] as const) {
     for (const wire of ["list", "stream"]) {
       for (const gzip of ["on", "off"]) {
         all.push({
           name: `floor-${runtime}-${wire}${gzip === "on" ? "-gzip" : ""}`,
           label: `floor: ${wire === "list" ? "list GET" : "streaming list"}, ${
             gzip === "on" ? "gzip" : "no gzip"
-          } (${runtime === "deno" ? "Deno" : "Bun"})`,
+          } (${runtimeNames[runtime]})`,
           measures: ["sync"],
           env: operatorEnv(runtime),
           command: () => [
-            ...(runtime === "deno" ? denoCommand(FLOOR) : [BUN, "run", FLOOR]),
+            ...runtimeCommand(runtime, FLOOR),
             "--wire",
             wire,
             "--gzip",
@@ -402,6 +433,29 @@ function buildBunBinary(flags: readonly string[] = BUN_COMPILE_FLAGS, suffix = "
     ["build", "--compile", ...flags, RUDDER, "--outfile", output],
     ROOT,
   );
+  return output;
+}
+
+/**
+ * The Rudder contender as a Node single executable application, made as
+ * `rudder build --runtime node` makes one: `bun build --target=node` bundles it into one ES
+ * module, `node --build-sea` embeds that in a copy of Node with the same configuration
+ * (`nodeSeaConfig` in cli/build.ts); rebuilt every run.
+ */
+function buildNodeBinary(): string {
+  const output = join(benchCacheDirectory(), "rudder-node-binary");
+  const work = `${output}.sea`;
+  mkdirSync(work, { recursive: true });
+  log(`building ${output}`);
+  const bundle = join(work, "main.mjs");
+  runSetupCommand(
+    BUN,
+    ["build", "--target=node", "--format=esm", "--outfile", bundle, RUDDER],
+    ROOT,
+  );
+  const config = join(work, "sea-config.json");
+  writeFileSync(config, JSON.stringify(nodeSeaConfig(bundle, output)));
+  runSetupCommand(NODE_RUDDER, ["--build-sea", config], ROOT);
   return output;
 }
 
@@ -1005,9 +1059,10 @@ function machineInfo({ commit, dirty }: { commit: string; dirty: boolean }): str
     `- Rudder ${VERSION} at ${commit}${dirty ? " with uncommitted changes" : ""}`,
     `- ${commandOutput(DENO, ["--version"]).split("\n").join(", ")}`,
     `- Bun ${commandOutput(BUN, ["--version"])}`,
+    `- Node ${commandOutput(NODE_RUDDER, ["--version"])} (Rudder)`,
     `- Node ${
       existsSync(NODE) ? commandOutput(NODE, ["--version"]) : "?"
-    }, @kubernetes/client-node ${clientNode}`,
+    } (the peer), @kubernetes/client-node ${clientNode}`,
     `- ${commandOutput("go", ["version"])}, controller-runtime ${
       goModule("sigs.k8s.io/controller-runtime")
     }, client-go ${goModule("k8s.io/client-go")}`,
@@ -1176,6 +1231,7 @@ async function main(): Promise<number> {
   const binarySizes = [
     [goBinary, "Go controller-runtime peer (all modes, -trimpath)"],
     [bunBinary, `Rudder contender, \`bun build --compile ${BUN_COMPILE_FLAGS.join(" ")}\``],
+    [nodeBinary, "Rudder contender, Node single executable application (`node --build-sea`)"],
   ].filter(([path]) => path && existsSync(path)).map(([path, what]) =>
     `- ${what}: ${(statSync(path).size / 2 ** 20).toFixed(1)} MiB`
   );

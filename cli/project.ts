@@ -324,11 +324,11 @@ export const BUN_ENV: Readonly<Record<string, string>> = { MIMALLOC_PURGE_DELAY:
  * runs V8 as Deno does, so Deno's settings may well suit it, but they were measured on Deno only;
  * Node keeps its defaults until the benchmark says otherwise.
  */
-export const NODE_ENV: Readonly<Record<string, string>> = {};
+export const NODE_RUNTIME_ENV: Readonly<Record<string, string>> = {};
 
 /** The environment Rudder runs an operator with on `runtime`. */
 export function operatorEnv(runtime: Runtime): Readonly<Record<string, string>> {
-  return runtime === "deno" ? DENO_ENV : runtime === "bun" ? BUN_ENV : NODE_ENV;
+  return runtime === "deno" ? DENO_ENV : runtime === "bun" ? BUN_ENV : NODE_RUNTIME_ENV;
 }
 
 /** {@linkcode operatorEnv} as `NAME=value` words, for a shell, a `deno task` or a script. */
