@@ -190,8 +190,9 @@ export interface BuildPlan {
 /**
  * The configuration `node --build-sea` reads: the bundled operator as an ES module main (Node 26
  * runs an ESM main with top-level await), written to `output`. Without the warning Node prints
- * on every start of a single executable; with V8's code cache of the main module, which starts
- * the operator faster (README's table).
+ * on every start of a single executable; with V8's code cache of the main module: the
+ * scaffold's operator got as far as reading its kubeconfig in a median 320 ms instead of 411 ms
+ * (8 starts each, a machine with load 9 on 2 cores, Node 26.10) for 0.4 MiB more.
  */
 export function nodeSeaConfig(bundle: string, output: string): Record<string, unknown> {
   return {
