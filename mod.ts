@@ -1,5 +1,5 @@
 /**
- * Rudder: a controller-runtime for Deno and Bun. Write Kubernetes operators in TypeScript and
+ * Rudder: a controller-runtime for Deno, Bun and Node. Write Kubernetes operators in TypeScript and
  * ship them as one self-contained executable.
  *
  * This root holds the names a reconciler author reaches for first, as controller-runtime's

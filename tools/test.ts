@@ -1,16 +1,17 @@
 /**
- * `deno task test`: sets up (npm packages, Bun, control-plane binaries), runs `deno task check`
- * (when the whole suite runs), then the whole suite under Deno (with coverage) and under Bun,
- * prints the line coverage, names every failed test, and ends with one line `N passed, M failed`
- * summing both runtimes. Exits non-zero when anything failed.
+ * `deno task test`: sets up (npm packages, Bun, Node, control-plane binaries), runs `deno task
+ * check` (when the whole suite runs), then the whole suite under Deno (with coverage), under Bun
+ * and under Node (its own runner, `node --test`, types stripped, no transpiler), prints the line
+ * coverage, names every failed test, and ends with one line `N passed, M failed` summing the three
+ * runtimes. Exits non-zero when anything failed.
  *
- * Usage: deno run -A tools/test.ts [--deno-only | --bun-only] [test paths…]
+ * Usage: deno run -A tools/test.ts [--deno-only | --bun-only | --node-only] [test paths…]
  *
  * @module
  */
 
 import { spawnSync } from "node:child_process";
-import { mkdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import process from "node:process";
 import { ROOT, setup } from "./setup.ts";
@@ -39,7 +40,8 @@ function unescapeXml(text: string): string {
 /**
  * Counts leaf test cases in a JUnit report. Deno reports a `describe` block as a test case
  * and its tests as steps named `block > test`; a case with steps is not counted itself, so
- * both runtimes count the same tests.
+ * every runtime counts the same tests. Node nests a block's tests in a `testsuite` of its own,
+ * so its test cases are all leaves.
  */
 export function countJUnit(xml: string): RunCounts {
   const cases: { name: string; where: string; failed: boolean; skipped: boolean }[] = [];
@@ -103,6 +105,42 @@ function readCounts(file: string, exitCode: number, runtime: string): RunCounts 
   return counts;
 }
 
+/**
+ * Milliseconds a test may take on Node when it names no timeout (Node's default is none): the
+ * bound Bun's run has, for a test that hangs.
+ */
+export const NODE_TEST_TIMEOUT_MS = 120_000;
+
+/**
+ * Test files Node runs at once, each in its own process. Deno and Bun run one file at a time; on
+ * a machine of two cores a second file at once costs the timing-sensitive tests (the servers'
+ * limits, the leader election's deadlines) more than it saves.
+ */
+export const NODE_TEST_CONCURRENCY = 1;
+
+/**
+ * `node --test` takes files and globs, not directories: a directory becomes the glob of the test
+ * files under it, as Deno and Bun find them (`*.test.ts`, `*_test.ts`).
+ */
+export function nodeTestPatterns(
+  paths: string[],
+  isDirectory: (path: string) => boolean,
+): string[] {
+  return paths.flatMap((path) => {
+    if (!isDirectory(path)) return [path];
+    const dir = path.replace(/\/+$/, "");
+    return [`${dir}/**/*.test.ts`, `${dir}/**/*_test.ts`];
+  });
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(join(ROOT, path)).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
 /** Line coverage of lib/ and mod.ts from Deno's coverage data, as a percentage. */
 function lineCoverage(deno: string): number | undefined {
   const result = spawnSync(
@@ -121,6 +159,12 @@ async function main(): Promise<number> {
   const args = process.argv.slice(2);
   const denoOnly = args.includes("--deno-only");
   const bunOnly = args.includes("--bun-only");
+  const nodeOnly = args.includes("--node-only");
+  const only = [denoOnly, bunOnly, nodeOnly].filter(Boolean).length;
+  if (only > 1) throw new Error("--deno-only, --bun-only and --node-only exclude each other");
+  const runDeno = !bunOnly && !nodeOnly;
+  const runBun = !denoOnly && !nodeOnly;
+  const runNode = !denoOnly && !bunOnly;
   const paths = args.filter((arg) => !arg.startsWith("--"));
   const tests = paths.length > 0 ? paths : ["tests/"];
 
@@ -128,6 +172,7 @@ async function main(): Promise<number> {
   const env = { KUBEBUILDER_ASSETS: assets };
   const deno = process.execPath;
   const bun = join(ROOT, "node_modules", "bun", "bin", "bun.exe");
+  const node = join(ROOT, "node_modules", "node", "bin", "node");
   rmSync(RESULTS, { recursive: true, force: true });
   rmSync(COVERAGE, { recursive: true, force: true });
   mkdirSync(RESULTS, { recursive: true });
@@ -144,9 +189,9 @@ async function main(): Promise<number> {
     );
   };
 
-  // A whole run (no paths, both runtimes) starts with `deno task check`: formatting, lint, types,
+  // A whole run (no paths, every runtime) starts with `deno task check`: formatting, lint, types,
   // doc examples, doc lint and the publish dry run, counted as one more test.
-  if (paths.length === 0 && !denoOnly && !bunOnly) {
+  if (paths.length === 0 && only === 0) {
     const code = run(deno, ["run", "-A", join(ROOT, "tools", "check.ts")], env);
     add("check", {
       passed: code === 0 ? 1 : 0,
@@ -155,7 +200,7 @@ async function main(): Promise<number> {
       failures: code === 0 ? [] : ["deno task check"],
     });
   }
-  if (!bunOnly) {
+  if (runDeno) {
     const report = join(RESULTS, "deno.xml");
     const code = run(deno, [
       "test",
@@ -166,7 +211,7 @@ async function main(): Promise<number> {
     ], env);
     add("deno", readCounts(report, code, "deno"));
   }
-  if (!denoOnly) {
+  if (runBun) {
     const report = join(RESULTS, "bun.xml");
     const code = run(bun, [
       "test",
@@ -177,12 +222,28 @@ async function main(): Promise<number> {
     ], env);
     add("bun", readCounts(report, code, "bun"));
   }
+  if (runNode) {
+    const report = join(RESULTS, "node.xml");
+    const started = Date.now();
+    const code = run(node, [
+      "--test",
+      `--test-concurrency=${NODE_TEST_CONCURRENCY}`,
+      `--test-timeout=${NODE_TEST_TIMEOUT_MS}`,
+      "--test-reporter=spec",
+      "--test-reporter-destination=stdout",
+      "--test-reporter=junit",
+      `--test-reporter-destination=${report}`,
+      ...nodeTestPatterns(tests, isDirectory),
+    ], env);
+    add("node", readCounts(report, code, "node"));
+    process.stderr.write(`node: ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
+  }
 
   console.log("");
   // The failed tests are named again at the end, where a log cut to its tail still shows them.
   for (const failure of totals.failures) console.log(`failed: ${failure}`);
   for (const line of lines) console.log(line);
-  if (!bunOnly) {
+  if (runDeno) {
     const coverage = lineCoverage(deno);
     console.log(
       coverage === undefined

@@ -1,8 +1,9 @@
 /**
  * An HTTP(S) server as a {@linkcode Runnable}: the metrics, health-probe and webhook servers are
- * each one. Every one is a {@linkcode Forwarder} in front of the runtime's server, which bounds
- * slow, idle and surplus connections the same on every runtime and, with a
- * {@linkcode CertWatcher}, takes a new certificate with no request failed.
+ * each one. On Deno and Bun every one is a {@linkcode Forwarder} in front of the runtime's
+ * server, which bounds slow, idle and surplus connections the same on both and, with a
+ * {@linkcode CertWatcher}, takes a new certificate with no request failed. Node's own server
+ * does all of that itself, so there it is a {@linkcode NodeServer} with no forwarder.
  *
  * @module
  */
@@ -12,9 +13,11 @@ import { abortable } from "../util/abort.ts";
 import type { Runnable } from "../util/runnable.ts";
 import { namesNoHost, parseAddress, urlOf } from "./address.ts";
 import { CertWatcher } from "./certwatcher.ts";
-import { Forwarder } from "./forwarder.ts";
+import { Forwarder, type ForwarderOptions } from "./forwarder.ts";
+import { NodeServer } from "./serve_node.ts";
 import type { Handler, TLSPair } from "./types.ts";
 import { errorMessage } from "../util/logging.ts";
+import { runtimeName } from "../util/runtime.ts";
 
 /** Milliseconds the requests in progress at a stop may take before their connections close. */
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
@@ -219,10 +222,11 @@ export class HTTPServer implements Runnable {
     return false;
   }
 
-  async #listen(pair: TLSPair | undefined): Promise<Forwarder> {
+  async #listen(pair: TLSPair | undefined): Promise<Forwarder | NodeServer> {
     const options = this.#options;
     const { hostname, port } = parseAddress(options.address);
-    const forwarder = await Forwarder.listen({
+    const listen = runtimeName() === "node" ? NodeServer.listen : Forwarder.listen;
+    const settings: ForwarderOptions = {
       hostname: namesNoHost(options.address) ? undefined : hostname,
       port,
       handler: this.#handler(),
@@ -236,9 +240,10 @@ export class HTTPServer implements Runnable {
       onListenerError: (error) =>
         log.error("The {name} listener failed: {error}", { name: this.name, error: error.message }),
       onLimit: (limit) => this.#logLimit(limit),
-    }, pair);
-    this.#listening = forwarder.address;
-    return forwarder;
+    };
+    const server = await listen(settings, pair);
+    this.#listening = server.address;
+    return server;
   }
 
   /** Logs a connection closed for a limit, at most once a minute per limit (floods repeat it). */

@@ -1,7 +1,7 @@
 /**
  * The seam between Rudder and a runtime's HTTP server: serve a `fetch` handler on a host and
  * port, with an optional fixed TLS pair. One small adapter per runtime answers it
- * (`serve_deno.ts`, `serve_bun.ts`); nothing else in the library asks which runtime it is on to
+ * (`serve_deno.ts`, `serve_bun.ts`, `serve_node.ts`); nothing else in the library asks which runtime it is on to
  * serve.
  *
  * @module
@@ -10,6 +10,7 @@
 import type { Peer, PeerHandler, Served, ServeOptions } from "./types.ts";
 import { serveDeno } from "./serve_deno.ts";
 import { serveBun } from "./serve_bun.ts";
+import { serveNode } from "./serve_node.ts";
 import { runtimeName } from "../util/runtime.ts";
 
 /** An adapter: serves `handler` and resolves once listening; rejects when it cannot listen. */
@@ -25,6 +26,6 @@ export function serve(handler: PeerHandler, options: ServeOptions): Promise<Serv
     case "bun":
       return serveBun(handler, options);
     default:
-      return Promise.reject(new Error("serving HTTP needs Deno or Bun"));
+      return serveNode(handler, options);
   }
 }

@@ -1,5 +1,7 @@
-// fetch over TLS trusting given CA certificates, on Deno or Bun, with a new connection per
+// fetch over TLS trusting given CA certificates, on Deno, Bun or Node, with a new connection per
 // request (so each request sees the server's current certificate).
+
+import { createNodeFetcher } from "../../lib/kube/transport_node.ts";
 
 /** POSTs (or GETs without a body) to `url` trusting `caCerts`; a fresh connection each time. */
 export async function tlsFetch(
@@ -20,5 +22,14 @@ export async function tlsFetch(
       client.close();
     }
   }
-  return await fetch(url, { ...init, keepalive: false, tls: { ca: caCerts } } as RequestInit);
+  if ("Bun" in globalThis) {
+    return await fetch(url, { ...init, keepalive: false, tls: { ca: caCerts } } as RequestInit);
+  }
+  // Node's fetch takes no CA per request: the transport's Node adapter does, with its own pool.
+  const fetcher = createNodeFetcher({ caData: caCerts.join("\n") });
+  try {
+    return await fetcher.fetch(url, init);
+  } finally {
+    fetcher.close();
+  }
 }

@@ -308,7 +308,7 @@ describe("the webhook server at its limits", () => {
   });
 
   it("keeps an HTTP/2 connection between requests until the idle timeout", T, async (t) => {
-    if (!("Deno" in globalThis)) return t.skip("Bun.serve speaks HTTP/1.1 only");
+    if (!("Deno" in globalThis)) return t.skip("Bun.serve and Node's server speak HTTP/1.1 only");
     const session = http2.connect(limited.url!, { ca: ca.cert, servername: "localhost" });
     session.on("error", () => {});
     const closed = new Promise<number>((resolve) => {

@@ -1,5 +1,5 @@
 // The project's own wiring: versions and dependencies agree across deno.json, package.json and
-// the code; the test runner counts the same tests on both runtimes; the envtest go.mod is what
+// the code; the test runner counts the same tests on every runtime; the envtest go.mod is what
 // its generator writes; binary lookup names the places it looked.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -13,7 +13,7 @@ import {
   ENVTEST_KUBERNETES_VERSION,
   findControlPlaneBinaries,
 } from "../../lib/testing/assets.ts";
-import { countJUnit } from "../../tools/test.ts";
+import { countJUnit, nodeTestPatterns } from "../../tools/test.ts";
 import { publishedFiles } from "../../tools/check.ts";
 import { embeddedModule, stagingModules } from "../../tools/envtest/gen_go_mod.ts";
 
@@ -86,6 +86,53 @@ describe("countJUnit", () => {
       skipped: 1,
       failures: ["fails (suite)"],
     });
+  });
+
+  it("counts Node's nested suites, a test its suite's hook cancelled, and a file that failed", () => {
+    // As `node --test --test-reporter=junit` writes them (Node 26), messages shortened.
+    const xml = `<testsuites>
+      <testsuite name="suite" tests="4" failures="1" skipped="1">
+        <testcase name="works" time="0.001" classname="suite" file="/x/a.test.ts"/>
+        <testcase name="skipped" classname="suite" file="/x/a.test.ts">
+          <skipped type="skipped" message="why"/>
+        </testcase>
+        <testcase name="fails" classname="suite" file="/x/a.test.ts" failure="x">
+          <failure type="testCodeFailure" message="x">[Error: x]</failure>
+        </testcase>
+        <testsuite name="inner" tests="1">
+          <testcase name="deep" classname="suite.inner" file="/x/a.test.ts"/>
+        </testsuite>
+      </testsuite>
+      <testsuite name="hooked" tests="1" failures="1">
+        <testcase name="a" classname="hooked" file="/x/a.test.ts" failure="cancelled">
+          <failure type="cancelledByParent" message="cancelled">x</failure>
+        </testcase>
+      </testsuite>
+      <testcase name="top" classname="test" file="/x/a.test.ts"/>
+      <testcase name="b.test.ts" classname="test" file="/x/b.test.ts" failure="test failed">
+        <failure type="testCodeFailure" message="test failed">x</failure>
+      </testcase>
+      <!-- tests 7 --></testsuites>`;
+    assert.deepEqual(countJUnit(xml), {
+      passed: 3,
+      failed: 3,
+      skipped: 1,
+      failures: ["fails (suite)", "a (hooked)", "b.test.ts (test)"],
+    });
+  });
+
+  it("gives node --test the test files under a directory, and a file as it is", () => {
+    const dirs = new Set(["tests/", "tests/unit"]);
+    assert.deepEqual(
+      nodeTestPatterns(["tests/", "tests/unit", "tests/unit/json.test.ts"], (p) => dirs.has(p)),
+      [
+        "tests/**/*.test.ts",
+        "tests/**/*_test.ts",
+        "tests/unit/**/*.test.ts",
+        "tests/unit/**/*_test.ts",
+        "tests/unit/json.test.ts",
+      ],
+    );
   });
 
   it("counts a describe block whose hook failed, when no step carries the failure", () => {
