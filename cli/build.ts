@@ -44,6 +44,7 @@ import {
   runImageStep,
 } from "./image.ts";
 import {
+  buildRuntime,
   denoV8FlagsArg,
   findProjectDir,
   loadProject,
@@ -352,8 +353,8 @@ export const buildSpec: CommandSpec = {
     runtime: {
       type: "string",
       value: "deno|bun|node",
-      description:
-        "deno compile (default), bun build --compile, or a Node single executable application.",
+      description: "deno compile, bun build --compile, or a Node single executable application " +
+        "(default: node for a project without a deno.json, else deno).",
     },
     target: {
       type: "string",
@@ -430,7 +431,9 @@ async function runStep(step: BuildStep, cwd: string, io: CommandIO) {
 export async function runBuild(args: string[], io: CommandIO): Promise<number> {
   const parsed = parseCommandArgs(buildSpec, args);
   if (!parsed) return 0;
-  const runtime = choiceFlag(parsed, "runtime", RUNTIMES, "deno", "build");
+  const dirFlag = stringFlag(parsed, "dir");
+  const dir = dirFlag ? resolve(io.cwd, dirFlag) : findProjectDir(io.cwd);
+  const runtime = choiceFlag(parsed, "runtime", RUNTIMES, buildRuntime(dir), "build");
   const target = stringFlag(parsed, "target");
   if (target) resolveTarget(target); // a usage error before anything runs
   const image = imageRequest(parsed, io.cwd);
@@ -440,8 +443,7 @@ export async function runBuild(args: string[], io: CommandIO): Promise<number> {
   } catch (err) {
     throw new UsageError(err instanceof Error ? err.message : String(err), "build");
   }
-  const dirFlag = stringFlag(parsed, "dir");
-  const settings = loadProject(dirFlag ? resolve(io.cwd, dirFlag) : findProjectDir(io.cwd));
+  const settings = loadProject(dir);
   const plan = buildPlan(settings, {
     runtime,
     target,

@@ -212,6 +212,26 @@ export function currentRuntime(): Runtime {
   return "Bun" in globalThis ? "bun" : "node";
 }
 
+/**
+ * The runtime that loads a project's code when none is asked for: `current`, except on Node for
+ * a project with a `deno.json` (`rudder init` for Deno and Bun), whose imports are mapped there
+ * and in `tsconfig.json`'s `paths`, which Node does not read: Deno loads it then. A Node project
+ * (`rudder init --runtime node`) resolves through `node_modules`, which all three runtimes read.
+ */
+export function projectRuntime(dir: string, current: Runtime = currentRuntime()): Runtime {
+  return current === "node" && existsSync(join(dir, "deno.json")) ? "deno" : current;
+}
+
+/**
+ * The runtime `rudder build` compiles with when none is asked for: Deno for a project with a
+ * `deno.json`, Node for a Node project.
+ */
+export function buildRuntime(dir: string): Runtime {
+  return existsSync(join(dir, "deno.json")) || !existsSync(join(dir, "package.json"))
+    ? "deno"
+    : "node";
+}
+
 function isExecutable(path: string): boolean {
   try {
     accessSync(path, constants.X_OK);

@@ -20,7 +20,13 @@ import { nodeSharedLibrary } from "../../cli/image.ts";
 import { DEPENDENCY_VERSIONS } from "../../cli/init.ts";
 import { executableLayer } from "../../cli/oci/image.ts";
 import { readTar } from "../../cli/oci/tar.ts";
-import { currentRuntime, type ProjectSettings, RUNTIMES } from "../../cli/project.ts";
+import {
+  buildRuntime,
+  currentRuntime,
+  projectRuntime,
+  type ProjectSettings,
+  RUNTIMES,
+} from "../../cli/project.ts";
 import { NODE_PROJECT_BUN_VERSION, scaffold } from "../../cli/templates.ts";
 import { VERSION } from "../../lib/version.ts";
 import { MEMCACHED, runMain, useScratch } from "../support/cli_main.ts";
@@ -147,6 +153,22 @@ describe("the runtimes", () => {
     assert.deepEqual(RUNTIMES, ["deno", "bun", "node"]);
     const expected = "Deno" in globalThis ? "deno" : "Bun" in globalThis ? "bun" : "node";
     assert.equal(currentRuntime(), expected);
+  });
+
+  it("load a Deno and Bun project with Deno when rudder runs on Node, which reads no import map", () => {
+    const both = join(scratch(), "both");
+    const node = join(scratch(), "node-only");
+    mkdirSync(both, { recursive: true });
+    mkdirSync(node, { recursive: true });
+    writeFileSync(join(both, "deno.json"), "{}");
+    writeFileSync(join(both, "package.json"), "{}");
+    writeFileSync(join(node, "package.json"), "{}");
+    assert.equal(projectRuntime(both, "node"), "deno");
+    assert.equal(projectRuntime(both, "bun"), "bun");
+    assert.equal(projectRuntime(node, "node"), "node");
+    assert.equal(projectRuntime(node, "deno"), "deno");
+    assert.equal(buildRuntime(both), "deno");
+    assert.equal(buildRuntime(node), "node", "a Node project builds a Node executable");
   });
 });
 
