@@ -428,7 +428,8 @@ function nodeDockerfile(options: ScaffoldOptions): string {
 # build images with docker or podman. The operator is one Node single executable application
 # (\`npm run build\`, built on the image's platform), so the image needs no runtime besides it:
 # distroless/cc has glibc and nothing else (no shell, no package manager). Node (since 25) also
-# loads libatomic.so.1, which distroless/cc lacks: it comes from Debian's package.
+# loads libatomic.so.1, which distroless/cc lacks: it comes from Debian's package (on arm64, from
+# /usr/lib/aarch64-linux-gnu/ to the same directory).
 FROM debian:12-slim AS libatomic
 RUN apt-get update && apt-get install -y --no-install-recommends libatomic1
 
