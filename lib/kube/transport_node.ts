@@ -121,17 +121,46 @@ function send(
   const method = (init.method ?? "GET").toUpperCase();
   const headers = headerObject(init.headers);
   const body = requestBody(init.body, headers);
-  const request = (url.protocol === "https:" ? https : http).request(url, {
-    method,
-    headers,
-    agent: agentFor(url),
-  });
+  const attempt = (): Promise<Response> => {
+    const request = (url.protocol === "https:" ? https : http).request(url, {
+      method,
+      headers,
+      agent: agentFor(url),
+    });
+    return exchange(request, { url, method, body, signal, retry: attempt });
+  };
+  return attempt();
+}
+
+/** One request on one connection: sends `body`, resolves with the answer. */
+function exchange(
+  request: http.ClientRequest,
+  { url, method, body, signal, retry }: {
+    url: URL;
+    method: string;
+    body: string | Uint8Array | ReadableStream | undefined;
+    signal: AbortSignal | undefined;
+    /** Sends the request again, on another connection. */
+    retry: () => Promise<Response>;
+  },
+): Promise<Response> {
   return new Promise<Response>((resolve, reject) => {
     let settled = false;
+    let answered = false;
     const fail = (err: unknown) => {
       if (settled) return;
       settled = true;
       signal?.removeEventListener("abort", onAbort);
+      // A kept connection the server closed while it idled: nothing was answered, so the
+      // request goes again on the next one (each stale one is dropped, so this ends at a new one).
+      if (
+        !answered && request.reusedSocket && isStaleConnection(err) &&
+        !(body instanceof ReadableStream) &&
+        !signal?.aborted
+      ) {
+        resolve(retry());
+        return;
+      }
       reject(signal?.aborted ? signal.reason : err);
     };
     const onAbort = () => {
@@ -141,6 +170,7 @@ function send(
     signal?.addEventListener("abort", onAbort, { once: true });
     request.once("error", fail);
     request.once("response", (incoming) => {
+      answered = true;
       const status = incoming.statusCode ?? 0;
       const head = {
         status,
@@ -179,6 +209,12 @@ function send(
         .pipe(request);
     } else request.end(body);
   });
+}
+
+/** The error a request gets on a kept connection the server has closed. */
+function isStaleConnection(err: unknown): boolean {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return code === "ECONNRESET" || code === "EPIPE";
 }
 
 /** `init`'s headers as the plain object node:http takes. */

@@ -30,7 +30,7 @@
 import net from "node:net";
 import { discardBody } from "./body.ts";
 import { type Peer, serve, type Served } from "./serve.ts";
-import type { Handler, TLSPair } from "./types.ts";
+import type { ListenerOptions, TLSPair } from "./types.ts";
 
 /** Milliseconds a closing inner server gives answers to pass through the forwarding. */
 const FLUSH_GRACE_MS = 2_000;
@@ -41,34 +41,6 @@ const FLUSH_GRACE_MS = 2_000;
  * (as Go's server lingers before it closes).
  */
 const LINGER_MS = 2_000;
-
-/** How the forwarder listens and serves. */
-export interface ForwarderOptions {
-  /** The interface of the public port; undefined: every interface, IPv4 and IPv6. */
-  hostname: string | undefined;
-  /** The public port; 0 picks a free one. */
-  port: number;
-  /** What each inner server serves. */
-  handler: Handler;
-  /** Milliseconds a replaced certificate's open connections may go on. */
-  drainTimeout: number;
-  /** Milliseconds requests in progress may take when an inner server closes. */
-  requestGrace: number;
-  /** Milliseconds from accepting a connection, or from its first byte after an answer, to a request. */
-  readHeaderTimeout: number;
-  /** Milliseconds a connection may stay open with no request after its last answer. */
-  idleTimeout: number;
-  /** Open connections at most; one more is closed at once. */
-  maxConnections: number;
-  /** Bytes of a request body left unread by the handler read and thrown away before answering. */
-  maxUnreadBodyBytes: number;
-  /** Called with an error the handler threw. */
-  onError(error: unknown): void;
-  /** Called when the public listener fails after it started. */
-  onListenerError(error: Error): void;
-  /** Called when a connection is closed for a limit: which one. */
-  onLimit?(limit: "readHeaderTimeout" | "idleTimeout" | "maxConnections"): void;
-}
 
 /** One forwarded connection. */
 interface Connection {
@@ -109,14 +81,14 @@ interface Inner {
 
 /** A TCP listener forwarding to an inner server (of the newest certificate, with TLS). */
 export class Forwarder {
-  readonly #options: ForwarderOptions;
+  readonly #options: ListenerOptions;
   readonly #retired = new Set<Inner>();
   #front: net.Server | undefined;
   #inner: Inner | undefined;
   #serving = false;
   #open = 0;
 
-  private constructor(options: ForwarderOptions) {
+  private constructor(options: ListenerOptions) {
     this.#options = options;
   }
 
@@ -124,7 +96,7 @@ export class Forwarder {
    * Serves on the public port, HTTPS with `pair` or plain HTTP without; rejects when the pair
    * does not serve or the port is taken.
    */
-  static async listen(options: ForwarderOptions, pair?: TLSPair): Promise<Forwarder> {
+  static async listen(options: ListenerOptions, pair?: TLSPair): Promise<Forwarder> {
     const forwarder = new Forwarder(options);
     forwarder.#inner = await forwarder.#startInner(pair);
     try {

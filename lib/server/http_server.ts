@@ -13,9 +13,9 @@ import { abortable } from "../util/abort.ts";
 import type { Runnable } from "../util/runnable.ts";
 import { namesNoHost, parseAddress, urlOf } from "./address.ts";
 import { CertWatcher } from "./certwatcher.ts";
-import { Forwarder, type ForwarderOptions } from "./forwarder.ts";
+import { Forwarder } from "./forwarder.ts";
 import { NodeServer } from "./serve_node.ts";
-import type { Handler, TLSPair } from "./types.ts";
+import type { Handler, ListenerOptions, TLSPair } from "./types.ts";
 import { errorMessage } from "../util/logging.ts";
 import { runtimeName } from "../util/runtime.ts";
 
@@ -226,7 +226,7 @@ export class HTTPServer implements Runnable {
     const options = this.#options;
     const { hostname, port } = parseAddress(options.address);
     const listen = runtimeName() === "node" ? NodeServer.listen : Forwarder.listen;
-    const settings: ForwarderOptions = {
+    const settings: ListenerOptions = {
       hostname: namesNoHost(options.address) ? undefined : hostname,
       port,
       handler: this.#handler(),

@@ -14,8 +14,7 @@ import https from "node:https";
 import type { Socket } from "node:net";
 import { Readable } from "node:stream";
 import { discardBody } from "./body.ts";
-import type { ForwarderOptions } from "./forwarder.ts";
-import type { PeerHandler, Served, ServeOptions, TLSPair } from "./types.ts";
+import type { ListenerOptions, PeerHandler, Served, ServeOptions, TLSPair } from "./types.ts";
 
 /** How often Node checks its header timeout, at most: its default (30 s) is far coarser. */
 const MAX_CHECK_INTERVAL_MS = 1_000;
@@ -161,34 +160,41 @@ function listen(server: http.Server, hostname: string | undefined, port: number)
 }
 
 /**
- * A server on Node with the limits of {@linkcode ForwarderOptions}, and the same surface as the
+ * A server on Node with the limits of {@linkcode ListenerOptions}, and the same surface as the
  * forwarder: `address`, `swap` and `close`.
  */
 export class NodeServer {
   readonly #server: http.Server | https.Server;
-  readonly #options: ForwarderOptions;
-  /** Connections open now, and those a swap retired, with the timers that close the latter. */
+  readonly #options: ListenerOptions;
+  /** The connections open now. */
   readonly #sockets = new Set<Socket>();
+  /** The timers that close the connections of replaced certificates. */
   readonly #drains = new Set<ReturnType<typeof setTimeout>>();
-  #inFlight = 0;
+  /** Requests in the handler. */
+  readonly #requests: { inFlight: number };
 
-  private constructor(server: http.Server | https.Server, options: ForwarderOptions) {
+  private constructor(
+    server: http.Server | https.Server,
+    options: ListenerOptions,
+    requests: { inFlight: number },
+  ) {
     this.#server = server;
     this.#options = options;
+    this.#requests = requests;
   }
 
   /**
    * Serves on `options.hostname` and `options.port`, HTTPS with `pair` or plain HTTP without;
    * rejects when the pair does not load or the port is taken.
    */
-  static async listen(options: ForwarderOptions, pair?: TLSPair): Promise<NodeServer> {
-    let self: NodeServer | undefined;
+  static async listen(options: ListenerOptions, pair?: TLSPair): Promise<NodeServer> {
+    const requests = { inFlight: 0 };
     const handler: PeerHandler = async (request) => {
-      self!.#inFlight++;
+      requests.inFlight++;
       try {
         return await options.handler(request);
       } finally {
-        self!.#inFlight--;
+        requests.inFlight--;
       }
     };
     const listener = bridge(handler, {
@@ -201,6 +207,9 @@ export class NodeServer {
       // The whole request is not bounded (Go's ReadTimeout is unset); its head is.
       requestTimeout: 0,
       keepAliveTimeout: options.idleTimeout,
+      // Node's default adds a second to the idle timeout before it closes (for clients racing
+      // it); the idle timeout is already above Go's clients' 90 s.
+      keepAliveTimeoutBuffer: 0,
       connectionsCheckingInterval: Math.max(
         10,
         Math.min(MAX_CHECK_INTERVAL_MS, options.readHeaderTimeout / 4),
@@ -215,11 +224,8 @@ export class NodeServer {
         handshakeTimeout: options.readHeaderTimeout,
       }, listener)
       : http.createServer(limits, listener);
-    // Node adds a second to the idle timeout before it closes (for clients racing it): the
-    // timeout here is already above Go's clients' 90 s.
-    (server as { keepAliveTimeoutBuffer?: number }).keepAliveTimeoutBuffer = 0;
     server.maxConnections = options.maxConnections;
-    self = new NodeServer(server, options);
+    const self = new NodeServer(server, options, requests);
     const sockets = self.#sockets;
     server.on("connection", (socket: Socket) => {
       sockets.add(socket);
@@ -271,11 +277,11 @@ export class NodeServer {
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     const deadline = Date.now() + this.#options.requestGrace;
     // A connection whose answer ends while closing turns idle: close it then.
-    while (this.#inFlight > 0 && Date.now() < deadline) {
+    while (this.#requests.inFlight > 0 && Date.now() < deadline) {
       server.closeIdleConnections();
       await pause(10);
     }
-    const late = this.#inFlight > 0;
+    const late = this.#requests.inFlight > 0;
     server.closeIdleConnections();
     // An answer still being written to a slow client goes on a moment, then its connection too.
     const flushed = Date.now() + 2_000;

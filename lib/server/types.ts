@@ -51,3 +51,34 @@ export interface Served {
    */
   stop(force?: boolean): Promise<void>;
 }
+
+/**
+ * How a public listener (the forwarder on Deno and Bun, `NodeServer` on Node) listens and serves,
+ * and the limits it applies to connections.
+ */
+export interface ListenerOptions {
+  /** The interface of the public port; undefined: every interface, IPv4 and IPv6. */
+  hostname: string | undefined;
+  /** The public port; 0 picks a free one. */
+  port: number;
+  /** What it serves. */
+  handler: Handler;
+  /** Milliseconds a replaced certificate's open connections may go on. */
+  drainTimeout: number;
+  /** Milliseconds requests in progress may take when an inner server closes. */
+  requestGrace: number;
+  /** Milliseconds from accepting a connection, or from its first byte after an answer, to a request. */
+  readHeaderTimeout: number;
+  /** Milliseconds a connection may stay open with no request after its last answer. */
+  idleTimeout: number;
+  /** Open connections at most; one more is closed at once. */
+  maxConnections: number;
+  /** Bytes of a request body left unread by the handler read and thrown away before answering. */
+  maxUnreadBodyBytes: number;
+  /** Called with an error the handler threw. */
+  onError(error: unknown): void;
+  /** Called when the public listener fails after it started. */
+  onListenerError(error: Error): void;
+  /** Called when a connection is closed for a limit: which one. */
+  onLimit?(limit: "readHeaderTimeout" | "idleTimeout" | "maxConnections"): void;
+}

@@ -148,16 +148,21 @@ describe("layers", () => {
     assert.equal(layer.diffId, sha256Digest(new Uint8Array(gunzipSync(layer.blob))));
   });
 
-  it("have the same digest on every runtime: a fixed gzip header and level 9", () => {
+  it("have the same digest on Deno and Bun, and one of Node's own: fixed header, level 9", () => {
     const layer = executableLayer("op", fixedBytes(300_000));
     assert.deepEqual([...layer.blob.subarray(0, 10)], [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 2, 3]);
     assert.equal(
       layer.diffId,
       "sha256:50dc9ca020045a9928c1fcf607ea03f7c134d70640c9c1b90725811a5f3e5c19",
     );
+    // Node bundles Chromium's zlib, which picks other matches at level 9 than the zlib under
+    // Deno's and Bun's node:zlib: the same tar, other (still fixed) compressed bytes.
+    const onNode = !("Deno" in globalThis) && !("Bun" in globalThis);
     assert.equal(
       layer.descriptor.digest,
-      "sha256:332dc9bf6a50723ad5d7fca311c627da27953c60dadfc5dc37c1d05738fcb9e7",
+      onNode
+        ? "sha256:af55cad81333e98652b53f968036b928c05c581ca2445831e323e283f3501d95"
+        : "sha256:332dc9bf6a50723ad5d7fca311c627da27953c60dadfc5dc37c1d05738fcb9e7",
     );
   });
 

@@ -287,4 +287,40 @@ describe("newTransport", () => {
     transport.close();
     await assert.rejects(transport.fetch("/version"), new RegExp(`transport to ${base} is closed`));
   });
+
+  it(
+    "sends a request again on a new connection when a kept one turns out closed",
+    TIMEOUT,
+    async () => {
+      // Answers the first request of each connection, and drops the connection at its second:
+      // what a client sees when the server closes an idle connection as it is reused.
+      const served = new WeakMap<object, number>();
+      let connections = 0;
+      const dropping = createServer((req, res) => {
+        const count = (served.get(req.socket) ?? 0) + 1;
+        served.set(req.socket, count);
+        if (count > 1) return void req.socket.destroy();
+        req.resume();
+        req.on("end", () => res.end(JSON.stringify({ path: req.url })));
+      });
+      dropping.on("connection", () => connections++);
+      await new Promise<void>((resolve) => dropping.listen(0, "127.0.0.1", resolve));
+      const port = (dropping.address() as { port: number }).port;
+      const transport = newTransport({
+        ...configWith({ credentials: () => Promise.resolve({}) }),
+        server: `http://127.0.0.1:${port}`,
+      });
+      try {
+        for (const path of ["/a", "/b", "/c"]) {
+          const response = await transport.fetch(path, { method: "PUT", body: "{}" });
+          assert.deepEqual(await response.json(), { path });
+        }
+        assert.equal(connections, 3);
+      } finally {
+        transport.close();
+        dropping.closeAllConnections();
+        await new Promise((resolve) => dropping.close(resolve));
+      }
+    },
+  );
 });

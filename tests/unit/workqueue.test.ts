@@ -638,7 +638,7 @@ describe("realClock", () => {
 });
 
 describe("WorkQueue on the real clock", () => {
-  const runtime = (globalThis as { Deno?: unknown }).Deno ? "deno" : "bun";
+  const runtime = "Deno" in globalThis ? "deno" : "Bun" in globalThis ? "bun" : "node";
   const moduleUrl = new URL("../../lib/workqueue/workqueue.ts", import.meta.url).href;
 
   function runScript(body: string): { status: number | null; stdout: string; stderr: string } {
@@ -646,7 +646,11 @@ describe("WorkQueue on the real clock", () => {
     try {
       const file = path.join(dir, "main.ts");
       fs.writeFileSync(file, `import { WorkQueue } from ${JSON.stringify(moduleUrl)};\n${body}`);
-      const args = runtime === "deno" ? ["run", "-A", "--no-config", file] : ["run", file];
+      const args = runtime === "deno"
+        ? ["run", "-A", "--no-config", file]
+        : runtime === "bun"
+        ? ["run", file]
+        : [file];
       const result = spawnSync(process.execPath, args, { encoding: "utf8", timeout: 60_000 });
       return { status: result.status, stdout: result.stdout, stderr: result.stderr };
     } finally {

@@ -1,0 +1,163 @@
+// The Node adapter of the transport (lib/kube/transport_node.ts) against loopback servers:
+// proxies from the environment and from proxy-url, watch bodies that stream line by line, and
+// bodies decoded from gzip. It is what the transport uses on Node only, so it runs there.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { createServer, type Server } from "node:http";
+import process from "node:process";
+import { gzipSync } from "node:zlib";
+import { createNodeFetcher } from "../../lib/kube/transport_node.ts";
+
+const onNode = !("Deno" in globalThis) && !("Bun" in globalThis);
+const T = { timeout: 30_000, skip: onNode ? false : "the Node adapter is what runs on Node" };
+
+/** Starts `server` on loopback; resolves its port. */
+async function listen(server: Server): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return (server.address() as { port: number }).port;
+}
+
+function close(server: Server): Promise<void> {
+  server.closeAllConnections();
+  return new Promise((resolve) => server.close(() => resolve()));
+}
+
+describe("the Node transport adapter", () => {
+  let proxy: Server;
+  let proxyPort = 0;
+  let origin: Server;
+  let originPort = 0;
+  /** The request targets the proxy was asked for. */
+  const proxied: string[] = [];
+  /** Lets the watch answer go on to its next line. */
+  let nextLine: () => void = () => {};
+
+  before(async () => {
+    proxy = createServer((req, res) => {
+      proxied.push(req.url ?? "");
+      res.end(JSON.stringify({ via: "proxy" }));
+    });
+    proxyPort = await listen(proxy);
+    origin = createServer((req, res) => {
+      if (req.url?.startsWith("/watch?watch=true")) {
+        res.writeHead(200, { "content-type": "application/json" });
+        let line = 0;
+        const send = () => {
+          res.write(`{"line":${++line}}\n`);
+          if (line === 3) res.end();
+        };
+        nextLine = send;
+        send();
+        return;
+      }
+      if (req.url === "/gzip") {
+        res.writeHead(200, { "content-encoding": "gzip" });
+        res.end(gzipSync(JSON.stringify({ compressed: true })));
+        return;
+      }
+      res.end(JSON.stringify({ via: "direct" }));
+    });
+    originPort = await listen(origin);
+  }, T);
+
+  after(async () => {
+    await close(proxy);
+    await close(origin);
+  }, T);
+
+  /** Runs `body` with the proxy variables set to this test's proxy, then restores them. */
+  async function withProxyEnv(body: () => Promise<void>): Promise<void> {
+    const names = ["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy"];
+    const saved = names.map((name) => [name, process.env[name]] as const);
+    for (const name of names) delete process.env[name];
+    process.env.HTTP_PROXY = `http://127.0.0.1:${proxyPort}`;
+    try {
+      await body();
+    } finally {
+      for (const [name, value] of saved) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
+  }
+
+  it("sends through HTTP_PROXY from the environment, but not to a loopback host", T, async () => {
+    await withProxyEnv(async () => {
+      const fetcher = createNodeFetcher({});
+      try {
+        const remote = await fetcher.fetch("http://192.0.2.1:6443/version", {});
+        assert.deepEqual(await remote.json(), { via: "proxy" });
+        assert.deepEqual(proxied.splice(0), ["http://192.0.2.1:6443/version"]);
+        const local = await fetcher.fetch(`http://127.0.0.1:${originPort}/version`, {});
+        assert.deepEqual(await local.json(), { via: "direct" });
+        assert.deepEqual(proxied, []);
+      } finally {
+        fetcher.close();
+      }
+    });
+  });
+
+  it("sends everything through proxy-url, a loopback host too", T, async () => {
+    const fetcher = createNodeFetcher({ proxyURL: `http://127.0.0.1:${proxyPort}` });
+    try {
+      const local = await fetcher.fetch(`http://127.0.0.1:${originPort}/version`, {});
+      assert.deepEqual(await local.json(), { via: "proxy" });
+      assert.deepEqual(proxied.splice(0), [`http://127.0.0.1:${originPort}/version`]);
+    } finally {
+      fetcher.close();
+    }
+  });
+
+  it("hands a watch's lines over as they come, before the answer ends", T, async () => {
+    const fetcher = createNodeFetcher({});
+    try {
+      const response = await fetcher.fetch(
+        `http://127.0.0.1:${originPort}/watch?watch=true`,
+        {},
+      );
+      const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+      const lines: string[] = [];
+      let buffered = "";
+      while (lines.length < 3) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        buffered += value;
+        const complete = buffered.split("\n");
+        buffered = complete.pop()!;
+        lines.push(...complete);
+        // The server writes the next line only once this one has arrived.
+        if (complete.length > 0) nextLine();
+      }
+      assert.deepEqual(lines, ['{"line":1}', '{"line":2}', '{"line":3}']);
+    } finally {
+      fetcher.close();
+    }
+  });
+
+  it("decodes a gzip body when the caller asked for one", T, async () => {
+    const fetcher = createNodeFetcher({});
+    try {
+      const response = await fetcher.fetch(`http://127.0.0.1:${originPort}/gzip`, {
+        headers: { "accept-encoding": "gzip" },
+      });
+      assert.deepEqual(await response.json(), { compressed: true });
+    } finally {
+      fetcher.close();
+    }
+  });
+
+  it("rejects with the signal's reason when aborted before the answer", T, async () => {
+    const fetcher = createNodeFetcher({});
+    const controller = new AbortController();
+    const reason = new Error("stop");
+    try {
+      const pending = fetcher.fetch(`http://127.0.0.1:${originPort}/watch?watch=true`, {
+        signal: controller.signal,
+      });
+      controller.abort(reason);
+      await assert.rejects(pending, (err) => err === reason);
+    } finally {
+      fetcher.close();
+    }
+  });
+});
