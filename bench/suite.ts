@@ -36,7 +36,14 @@ import { ENVTEST_KUBERNETES_VERSION } from "../lib/testing/assets.ts";
 import { Environment } from "../lib/testing/envtest.ts";
 import { ROOT, setup } from "../tools/setup.ts";
 import { BUN_COMPILE_FLAGS, nodeSeaConfig } from "../cli/build.ts";
-import { BUN_ENV, DENO_ENV, DENO_V8_FLAGS, NODE_RUNTIME_ENV, operatorEnv } from "../cli/project.ts";
+import {
+  BUN_ENV,
+  DENO_ENV,
+  DENO_V8_FLAGS,
+  NODE_RUNTIME_ENV,
+  NODE_V8_FLAGS,
+  operatorEnv,
+} from "../cli/project.ts";
 import {
   residentMemory,
   SENT_ANNOTATION,
@@ -113,8 +120,8 @@ let bunBinary = "";
 let nodeBinary = "";
 
 /** Node with a collector the contender can force (`gc()`, as Deno's `--expose-gc`). */
-function nodeCommand(script: string): string[] {
-  return [NODE_RUDDER, "--expose-gc", script];
+function nodeCommand(script: string, v8Flags: readonly string[] = []): string[] {
+  return [NODE_RUDDER, "--expose-gc", ...v8Flags, script];
 }
 const bunVariantBinaries: Record<string, string> = {};
 
@@ -169,8 +176,9 @@ function contenders(): Contender[] {
       name: "rudder-node",
       label: "Rudder (Node)",
       measures: MEASURES,
-      // Node runs the TypeScript as it is, types stripped: no bundle, no transpiler.
-      command: () => nodeCommand(RUDDER),
+      // Node runs the TypeScript as it is, types stripped: no bundle, no transpiler. With the
+      // V8 flags and environment Rudder runs Node operators with.
+      command: () => nodeCommand(RUDDER, NODE_V8_FLAGS),
       env: NODE_RUNTIME_ENV,
     },
     {
@@ -303,6 +311,12 @@ function contenders(): Contender[] {
         },
       ];
     }),
+    {
+      name: "rudder-node:defaults",
+      label: "Rudder (Node), Node's defaults (no --max-semi-space-size, no MALLOC_MMAP_THRESHOLD_)",
+      command: () => nodeCommand(RUDDER),
+      measures: ["sync", "reconcile-10", "startup"],
+    },
     {
       name: "rudder-bun:smol",
       label: "Rudder (Bun), --smol",

@@ -14,7 +14,7 @@
  */
 
 import { VERSION } from "../lib/version.ts";
-import { denoV8FlagsArg, envAssignments } from "./project.ts";
+import { denoV8FlagsArg, envAssignments, NODE_V8_FLAGS } from "./project.ts";
 import { renderTemplate, type TemplateFlags } from "./render.ts";
 import { TEMPLATE_FILES } from "./templates/embedded.ts";
 
@@ -26,8 +26,13 @@ const RUN_OPERATOR = [...envAssignments("deno"), "deno run -A", denoV8FlagsArg()
 /** The scaffold's `start` and `run` script on Bun: the operator with Rudder's environment. */
 const RUN_OPERATOR_BUN = [...envAssignments("bun"), "bun main.ts"].join(" ");
 
-/** The `start` and `run` script of a Node project: Node runs TypeScript by stripping types. */
-const RUN_OPERATOR_NODE = [...envAssignments("node"), "node main.ts"].join(" ");
+/**
+ * The `start` and `run` script of a Node project, with Rudder's environment and V8 flags: Node
+ * runs TypeScript by stripping types.
+ */
+const RUN_OPERATOR_NODE = [...envAssignments("node"), "node", ...NODE_V8_FLAGS, "main.ts"].join(
+  " ",
+);
 
 /**
  * The version of the npm package `bun` a Node project depends on (a development dependency):

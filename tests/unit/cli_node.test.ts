@@ -23,8 +23,11 @@ import { readTar } from "../../cli/oci/tar.ts";
 import {
   buildRuntime,
   currentRuntime,
+  NODE_V8_FLAGS,
+  operatorEnv,
   projectRuntime,
   type ProjectSettings,
+  runModuleCommand,
   RUNTIMES,
 } from "../../cli/project.ts";
 import { NODE_PROJECT_BUN_VERSION, scaffold } from "../../cli/templates.ts";
@@ -68,8 +71,8 @@ describe("rudder init --runtime node", () => {
     const cli = "node node_modules/@rudder/operator/cli/main.js";
     assert.equal(pkg.type, "module");
     assert.deepEqual(pkg.scripts, {
-      start: "node main.ts",
-      run: "node main.ts",
+      start: "MALLOC_MMAP_THRESHOLD_=131072 node --max-semi-space-size=2 main.ts",
+      run: "MALLOC_MMAP_THRESHOLD_=131072 node --max-semi-space-size=2 main.ts",
       test: "node --test",
       rudder: cli,
       dev: `${cli} dev --runtime node`,
@@ -186,6 +189,17 @@ const settings: ProjectSettings = {
   permissions: { apiServers: [], net: [], read: [], env: [] },
 };
 
+describe("a Node operator's settings", () => {
+  it("are Deno's: a 2 MiB semi-space and a fixed mmap threshold, wherever Rudder runs it", () => {
+    assert.deepEqual(NODE_V8_FLAGS, ["--max-semi-space-size=2"]);
+    assert.deepEqual(operatorEnv("node"), { MALLOC_MMAP_THRESHOLD_: "131072" });
+    const run = runModuleCommand("node", "main.ts", {}, { operator: true });
+    assert.deepEqual(run.args, ["--max-semi-space-size=2", "main.ts"]);
+    assert.deepEqual(run.env, { MALLOC_MMAP_THRESHOLD_: "131072" });
+    assert.deepEqual(runModuleCommand("node", "discover.ts", {}).args, ["discover.ts"]);
+  });
+});
+
 describe("rudder build --runtime node", () => {
   it("bundles main.ts with bun build --target=node, then runs node --build-sea", () => {
     const plan = buildPlan(settings, {
@@ -214,6 +228,7 @@ describe("rudder build --runtime node", () => {
       output: "/work/widget-operator/dist/widget-operator",
       disableExperimentalSEAWarning: true,
       useCodeCache: true,
+      execArgv: ["--max-semi-space-size=2"],
     });
     assert.deepEqual(
       nodeSeaConfig(`${work}/main.mjs`, plan.output),
