@@ -45,7 +45,8 @@ function unescapeXml(text: string): string {
  */
 export function countJUnit(xml: string): RunCounts {
   const cases: { name: string; where: string; failed: boolean; skipped: boolean }[] = [];
-  const pattern = /<testcase\b([^>]*?)(\/>|>([\s\S]*?)<\/testcase>)/g;
+  // Quoted attribute values may hold `>`: Node's reporter escapes `<` in them but not `>`.
+  const pattern = /<testcase\b((?:[^>"]|"[^"]*")*?)(\/>|>([\s\S]*?)<\/testcase>)/g;
   for (const match of xml.matchAll(pattern)) {
     const body = match[3] ?? "";
     cases.push({

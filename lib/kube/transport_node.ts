@@ -5,8 +5,8 @@
  * the `undici` package, which Rudder does not depend on; the agent takes them all.
  *
  * Proxies: a kubeconfig's `proxy-url` carries every request; without it `HTTPS_PROXY`,
- * `HTTP_PROXY` and `NO_PROXY` (or their lower-case spellings) apply, as Deno's and Bun's
- * `fetch` read them, except to a loopback host, which Go's clients never proxy either.
+ * `HTTP_PROXY` and `NO_PROXY` (or their lower-case spellings) apply, as Bun's `fetch` reads
+ * them, except to a loopback host, which Go's clients (client-go's among them) never proxy.
  *
  * @module
  */
@@ -121,6 +121,7 @@ function send(
   const method = (init.method ?? "GET").toUpperCase();
   const headers = headerObject(init.headers);
   const body = requestBody(init.body, headers);
+  frame(body, headers);
   const attempt = (): Promise<Response> => {
     const request = (url.protocol === "https:" ? https : http).request(url, {
       method,
@@ -255,6 +256,26 @@ function requestBody(
   }
   if (body instanceof ReadableStream) return body;
   throw new TypeError("the Node transport sends string, byte and stream bodies only");
+}
+
+/**
+ * Says how the body is framed, as fetch does: node:http adds neither `Content-Length` nor chunked
+ * coding to a DELETE (or GET, OPTIONS) with a body, whose bytes would then run into the next
+ * request on the connection.
+ */
+function frame(
+  body: string | Uint8Array | ReadableStream | undefined,
+  headers: Record<string, string>,
+): void {
+  for (const name of Object.keys(headers)) {
+    const key = name.toLowerCase();
+    if (key === "content-length" || key === "transfer-encoding") delete headers[name];
+  }
+  if (body === undefined) return;
+  if (body instanceof ReadableStream) headers["transfer-encoding"] = "chunked";
+  else {headers["content-length"] = String(
+      typeof body === "string" ? Buffer.byteLength(body) : body.byteLength,
+    );}
 }
 
 /** Node's raw header list as `Headers`, repeated names kept. */

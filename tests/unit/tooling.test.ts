@@ -121,6 +121,19 @@ describe("countJUnit", () => {
     });
   });
 
+  it("reads a name that holds `>`, which Node's reporter leaves unescaped", () => {
+    const xml = `<testsuite name="s">
+      <testcase name="counts &lt;error> without answer" classname="s" file="/x/a.test.ts"/>
+      <testcase name="next" classname="s" failure="x"><failure message="x">x</failure></testcase>
+    </testsuite>`;
+    assert.deepEqual(countJUnit(xml), {
+      passed: 1,
+      failed: 1,
+      skipped: 0,
+      failures: ["next (s)"],
+    });
+  });
+
   it("gives node --test the test files under a directory, and a file as it is", () => {
     const dirs = new Set(["tests/", "tests/unit"]);
     assert.deepEqual(

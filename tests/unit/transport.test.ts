@@ -280,6 +280,30 @@ describe("newTransport", () => {
     },
   );
 
+  it(
+    "sends a DELETE's body framed, so the next request on the connection is whole",
+    TIMEOUT,
+    async () => {
+      const transport = newTransport(configWith({ credentials: () => Promise.resolve({}) }));
+      try {
+        requests.length = 0;
+        const options = '{"kind":"DeleteOptions","preconditions":{"uid":"x"}}';
+        const deleted = await transport.fetch("/delete", { method: "DELETE", body: options });
+        assert.equal(deleted.status, 200);
+        await deleted.body?.cancel();
+        const next = await transport.fetch("/next", { method: "POST", body: "{}" });
+        assert.equal(next.status, 200);
+        await next.body?.cancel();
+        assert.deepEqual(requests.map(({ url, body }) => ({ url, body })), [
+          { url: "/delete", body: options },
+          { url: "/next", body: "{}" },
+        ]);
+      } finally {
+        transport.close();
+      }
+    },
+  );
+
   it("refuses requests after close, naming the server", TIMEOUT, async () => {
     const transport = newTransport(
       configWith({ credentials: () => Promise.resolve({}) }),

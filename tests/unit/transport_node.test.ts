@@ -1,12 +1,16 @@
 // The Node adapter of the transport (lib/kube/transport_node.ts) against loopback servers:
-// proxies from the environment and from proxy-url, watch bodies that stream line by line, and
-// bodies decoded from gzip. It is what the transport uses on Node only, so it runs there.
+// proxies from the environment and from proxy-url, watch bodies that stream line by line,
+// bodies decoded from gzip, and the TLS settings (server name, client certificate, skipping
+// verification). It is what the transport uses on Node only, so it runs there.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
+import { createServer as createTlsServer } from "node:https";
+import type { TLSSocket } from "node:tls";
 import process from "node:process";
 import { gzipSync } from "node:zlib";
 import { createNodeFetcher } from "../../lib/kube/transport_node.ts";
+import { createCertificateAuthority } from "../../lib/testing/certs.ts";
 
 const onNode = !("Deno" in globalThis) && !("Bun" in globalThis);
 const T = { timeout: 30_000, skip: onNode ? false : "the Node adapter is what runs on Node" };
@@ -160,4 +164,53 @@ describe("the Node transport adapter", () => {
       fetcher.close();
     }
   });
+
+  it(
+    "verifies the server against tls-server-name, sends the client certificate, and skips " +
+      "verification only when told",
+    T,
+    async () => {
+      const ca = await createCertificateAuthority("node-adapter-ca");
+      const serving = await ca.issueServing({ commonName: "api.test", dnsNames: ["api.test"] });
+      const client = await ca.issueClient({ commonName: "operator" });
+      const server = createTlsServer({
+        cert: serving.cert,
+        key: serving.key,
+        ca: ca.cert,
+        requestCert: true,
+        rejectUnauthorized: false,
+      }, (req, res) => {
+        const peer = (req.socket as TLSSocket).getPeerCertificate();
+        res.end(JSON.stringify({ client: peer?.subject?.CN ?? null }));
+      });
+      const port = await new Promise<number>((resolve) =>
+        server.listen(0, "127.0.0.1", () => resolve((server.address() as { port: number }).port))
+      );
+      const url = `https://127.0.0.1:${port}/version`;
+      const attempt = async (settings: Parameters<typeof createNodeFetcher>[0]) => {
+        const fetcher = createNodeFetcher(settings);
+        try {
+          return await (await fetcher.fetch(url, {})).json();
+        } finally {
+          fetcher.close();
+        }
+      };
+      try {
+        // The certificate names api.test, not 127.0.0.1.
+        await assert.rejects(attempt({ caData: ca.cert }), /altnames|ALTNAME|does not match/i);
+        assert.deepEqual(
+          await attempt({ caData: ca.cert, serverName: "api.test", ...client }),
+          { client: "operator" },
+        );
+        assert.deepEqual(
+          await attempt({ serverName: "api.test" }).catch(() => "refused"),
+          "refused",
+        );
+        assert.deepEqual(await attempt({ insecureSkipTLSVerify: true }), { client: null });
+      } finally {
+        server.closeAllConnections();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+      }
+    },
+  );
 });
