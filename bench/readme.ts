@@ -62,6 +62,8 @@ const COLUMNS: [name: string, heading: string][] = [
   ["rudder-deno", "Rudder, Deno"],
   ["rudder-bun", "Rudder, Bun"],
   ["rudder-bun-binary", "Rudder, Bun binary"],
+  ["rudder-node", "Rudder, Node"],
+  ["rudder-node-binary", "Rudder, Node binary"],
 ];
 
 /** The rows: measure, field, what it is, how to write the reference's own value. */
@@ -110,8 +112,10 @@ export function renderSection(results: Results, file: string): string {
   const model = machine.find((line) => line.startsWith("CPU: "))?.slice(5).split(", ")[0] ?? "?";
   const cpu = `${model}, ${results.cpuCount} cores`;
   const rudder = machine.find((line) => line.startsWith("Rudder ")) ?? "Rudder";
+  // A runtime whose version is "?" did not run (the client-node peer when it is left out).
   const runtimes = machine.filter((line) => /^(deno|Bun|go version|Node) /.test(line))
-    .map((line) => line.split(/,| \(/)[0].replace(/^go version /, ""));
+    .map((line) => line.split(/,| \(/)[0].replace(/^go version /, ""))
+    .filter((runtime) => !runtime.endsWith(" ?"));
   const lines = [
     `<!-- bench:begin ${file} -->`,
     "",

@@ -1,5 +1,5 @@
 /**
- * `deno task bench`: Rudder on Deno and on Bun side by side with Go controller-runtime (on
+ * `deno task bench`: Rudder on Deno, Bun and Node side by side with Go controller-runtime (on
  * protobuf and on JSON), `@kubernetes/client-node` and per-runtime floors, against one control
  * plane, in rounds; each round runs every measure's contenders in a fresh random order.
  * Results: bench/results/<date>.md and .json, with medians and per-round ratios against Go
@@ -36,8 +36,15 @@ import { ConfigMap } from "../lib/api/mod.ts";
 import { ENVTEST_KUBERNETES_VERSION } from "../lib/testing/assets.ts";
 import { Environment } from "../lib/testing/envtest.ts";
 import { ROOT, setup } from "../tools/setup.ts";
-import { BUN_COMPILE_FLAGS } from "../cli/build.ts";
-import { BUN_ENV, DENO_ENV, DENO_V8_FLAGS, operatorEnv } from "../cli/project.ts";
+import { BUN_COMPILE_FLAGS, nodeSeaConfig } from "../cli/build.ts";
+import {
+  BUN_ENV,
+  DENO_ENV,
+  DENO_V8_FLAGS,
+  NODE_RUNTIME_ENV,
+  NODE_V8_FLAGS,
+  operatorEnv,
+} from "../cli/project.ts";
 import {
   residentMemory,
   SENT_ANNOTATION,
@@ -62,6 +69,8 @@ const FLOOR = join(BENCH, "peers", "floor.ts");
 const BUN = join(ROOT, "node_modules", "bun", "bin", "bun.exe");
 /** The peer's own Node (the `node` package): client-node 2.x needs Node 22.19 or later. */
 const NODE = join(NODE_PEER, "node_modules", ".bin", "node");
+/** The Node Rudder runs on (the `node` package of the checkout: Node 26). */
+const NODE_RUDDER = join(ROOT, "node_modules", "node", "bin", "node");
 const DENO = process.execPath;
 
 /** Concurrent creates while filling a namespace. */
@@ -132,6 +141,12 @@ function startDiscardingCollector(): void {
 
 let goBinary = "";
 let bunBinary = "";
+let nodeBinary = "";
+
+/** Node with a collector the contender can force (`gc()`, as Deno's `--expose-gc`). */
+function nodeCommand(script: string, v8Flags: readonly string[] = []): string[] {
+  return [NODE_RUDDER, "--expose-gc", ...v8Flags, script];
+}
 const bunVariantBinaries: Record<string, string> = {};
 
 function contenders(): Contender[] {
@@ -181,19 +196,43 @@ function contenders(): Contender[] {
       command: () => [bunBinary],
       env: BUN_ENV,
     },
+    {
+      name: "rudder-node",
+      label: "Rudder (Node)",
+      measures: MEASURES,
+      // Node runs the TypeScript as it is, types stripped: no bundle, no transpiler. With the
+      // V8 flags and environment Rudder runs Node operators with.
+      command: () => nodeCommand(RUDDER, NODE_V8_FLAGS),
+      env: NODE_RUNTIME_ENV,
+    },
+    {
+      name: "rudder-node-binary",
+      label: "Rudder (Node single executable)",
+      measures: ["startup"],
+      prepare: () => void (nodeBinary ||= buildNodeBinary()),
+      command: () => [nodeBinary],
+      env: NODE_RUNTIME_ENV,
+    },
   ];
-  for (const runtime of ["deno", "bun"] as const) {
+  const runtimeNames = { deno: "Deno", bun: "Bun", node: "Node" } as const;
+  const runtimeCommand = (runtime: "deno" | "bun" | "node", script: string) =>
+    runtime === "deno"
+      ? denoCommand(script)
+      : runtime === "bun"
+      ? [BUN, "run", script]
+      : nodeCommand(script);
+  for (const runtime of ["deno", "bun", "node"] as const) {
     for (const wire of ["list", "stream"]) {
       for (const gzip of ["on", "off"]) {
         all.push({
           name: `floor-${runtime}-${wire}${gzip === "on" ? "-gzip" : ""}`,
           label: `floor: ${wire === "list" ? "list GET" : "streaming list"}, ${
             gzip === "on" ? "gzip" : "no gzip"
-          } (${runtime === "deno" ? "Deno" : "Bun"})`,
+          } (${runtimeNames[runtime]})`,
           measures: ["sync"],
           env: operatorEnv(runtime),
           command: () => [
-            ...(runtime === "deno" ? denoCommand(FLOOR) : [BUN, "run", FLOOR]),
+            ...runtimeCommand(runtime, FLOOR),
             "--wire",
             wire,
             "--gzip",
@@ -307,6 +346,12 @@ function contenders(): Contender[] {
         },
       ];
     }),
+    {
+      name: "rudder-node:defaults",
+      label: "Rudder (Node), Node's defaults (no --max-semi-space-size, no MALLOC_MMAP_THRESHOLD_)",
+      command: () => nodeCommand(RUDDER),
+      measures: ["sync", "reconcile-10", "startup"],
+    },
     {
       name: "rudder-bun:smol",
       label: "Rudder (Bun), --smol",
@@ -437,6 +482,29 @@ function buildBunBinary(flags: readonly string[] = BUN_COMPILE_FLAGS, suffix = "
     ["build", "--compile", ...flags, RUDDER, "--outfile", output],
     ROOT,
   );
+  return output;
+}
+
+/**
+ * The Rudder contender as a Node single executable application, made as
+ * `rudder build --runtime node` makes one: `bun build --target=node` bundles it into one ES
+ * module, `node --build-sea` embeds that in a copy of Node with the same configuration
+ * (`nodeSeaConfig` in cli/build.ts); rebuilt every run.
+ */
+function buildNodeBinary(): string {
+  const output = join(benchCacheDirectory(), "rudder-node-binary");
+  const work = `${output}.sea`;
+  mkdirSync(work, { recursive: true });
+  log(`building ${output}`);
+  const bundle = join(work, "main.mjs");
+  runSetupCommand(
+    BUN,
+    ["build", "--target=node", "--format=esm", "--outfile", bundle, RUDDER],
+    ROOT,
+  );
+  const config = join(work, "sea-config.json");
+  writeFileSync(config, JSON.stringify(nodeSeaConfig(bundle, output)));
+  runSetupCommand(NODE_RUDDER, ["--build-sea", config], ROOT);
   return output;
 }
 
@@ -1040,9 +1108,10 @@ function machineInfo({ commit, dirty }: { commit: string; dirty: boolean }): str
     `- Rudder ${VERSION} at ${commit}${dirty ? " with uncommitted changes" : ""}`,
     `- ${commandOutput(DENO, ["--version"]).split("\n").join(", ")}`,
     `- Bun ${commandOutput(BUN, ["--version"])}`,
+    `- Node ${commandOutput(NODE_RUDDER, ["--version"])} (Rudder)`,
     `- Node ${
       existsSync(NODE) ? commandOutput(NODE, ["--version"]) : "?"
-    }, @kubernetes/client-node ${clientNode}`,
+    } (the peer), @kubernetes/client-node ${clientNode}`,
     `- ${commandOutput("go", ["version"])}, controller-runtime ${
       goModule("sigs.k8s.io/controller-runtime")
     }, client-go ${goModule("k8s.io/client-go")}`,
@@ -1211,6 +1280,7 @@ async function main(): Promise<number> {
   const binarySizes = [
     [goBinary, "Go controller-runtime peer (all modes, -trimpath)"],
     [bunBinary, `Rudder contender, \`bun build --compile ${BUN_COMPILE_FLAGS.join(" ")}\``],
+    [nodeBinary, "Rudder contender, Node single executable application (`node --build-sea`)"],
   ].filter(([path]) => path && existsSync(path)).map(([path, what]) =>
     `- ${what}: ${(statSync(path).size / 2 ** 20).toFixed(1)} MiB`
   );

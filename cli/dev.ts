@@ -25,13 +25,14 @@ import {
 import { nextStopSignal } from "./envtest.ts";
 import { discoverProject } from "./manifests.ts";
 import {
-  currentRuntime,
   findProjectDir,
   loadProject,
   PROJECT_DIR_FLAG,
+  projectRuntime,
   type ProjectSettings,
   runModuleCommand,
   type Runtime,
+  RUNTIMES,
 } from "./project.ts";
 
 /** Milliseconds the operator gets to stop after SIGTERM before it is killed. */
@@ -112,8 +113,9 @@ export const devSpec: CommandSpec = {
     },
     runtime: {
       type: "string",
-      value: "deno|bun",
-      description: "The runtime that runs the operator (default: the one running rudder).",
+      value: "deno|bun|node",
+      description: "The runtime that runs the operator (default: the one running rudder; " +
+        "Deno when that is Node and the project has a deno.json).",
     },
   },
   details: [
@@ -125,6 +127,7 @@ export const devSpec: CommandSpec = {
   examples: [
     "rudder dev",
     "rudder dev --kubeconfig ~/.kube/kind-config --runtime bun",
+    "rudder dev --runtime node",
   ],
 };
 
@@ -132,9 +135,9 @@ export const devSpec: CommandSpec = {
 export async function runDev(args: string[], io: CommandIO): Promise<number> {
   const parsed = parseCommandArgs(devSpec, args);
   if (!parsed) return 0;
-  const runtime = choiceFlag(parsed, "runtime", ["deno", "bun"] as const, currentRuntime(), "dev");
   const dirFlag = stringFlag(parsed, "dir");
   const settings = loadProject(dirFlag ? resolve(io.cwd, dirFlag) : findProjectDir(io.cwd));
+  const runtime = choiceFlag(parsed, "runtime", RUNTIMES, projectRuntime(settings.dir), "dev");
   const kubeconfigFlag = stringFlag(parsed, "kubeconfig");
   const stop = nextStopSignal();
   let env: Environment | undefined;

@@ -28,7 +28,11 @@ export function nextStopSignal(): { signal: Promise<string>; dispose(): void } {
   const onTerm = () => done("SIGTERM");
   process.on("SIGINT", onInt);
   process.on("SIGTERM", onTerm);
+  // Node, unlike Deno and Bun, lets a process with only signal listeners left exit (an
+  // unsettled top-level await): this timer keeps it waiting for the signal.
+  const keepAlive = setInterval(() => {}, 2 ** 30);
   const dispose = () => {
+    clearInterval(keepAlive);
     process.off("SIGINT", onInt);
     process.off("SIGTERM", onTerm);
   };

@@ -63,6 +63,48 @@ import {
 } from "./oci/reference.ts";
 import { RegistryClient, RegistryError } from "./oci/registry.ts";
 
+/** A file the image's layer holds besides the executable. */
+export interface LayerFile {
+  /** Its path in the image, without the leading `/`. */
+  path: string;
+  data: Uint8Array;
+  mode: number;
+}
+
+/** Debian's directory of shared libraries for an image architecture. */
+function multiarchLibDir(architecture: string): string {
+  const triplet = architecture === "arm64" ? "aarch64-linux-gnu" : "x86_64-linux-gnu";
+  return `usr/lib/${triplet}`;
+}
+
+/**
+ * `libatomic.so.1`, which Node's official builds load since Node 25 and distroless/cc lacks,
+ * as a file of the image's layer, at Debian's path for `platform`: the copy this machine's
+ * loader finds, which is the one the Node that built the executable runs with (Node builds for
+ * this machine only). Throws when this machine has none, naming Debian's package.
+ */
+export function nodeSharedLibrary(
+  platform: Platform,
+  roots: readonly string[] = ["/"],
+): LayerFile {
+  const dir = multiarchLibDir(platform.architecture);
+  const candidates = roots.flatMap((root) =>
+    [dir, dir.replace(/^usr\//, ""), "usr/lib64", "lib64", "usr/lib"].map((d) =>
+      join(root, d, "libatomic.so.1")
+    )
+  );
+  const found = candidates.find((path) => existsSync(path));
+  if (!found) {
+    throw new Error(
+      `a Node executable needs libatomic.so.1, which distroless/cc lacks and the image gets ` +
+        `from this machine, but it has none (looked in ${candidates.join(", ")}); install it ` +
+        "(Debian and Ubuntu: apt-get install libatomic1)",
+    );
+  }
+  // readFileSync follows the symlink to the versioned file; the image gets its bytes.
+  return { path: `${dir}/libatomic.so.1`, data: readFileSync(found), mode: 0o644 };
+}
+
 /** The base image when `--base` is not given: glibc, CA certificates, tzdata, user 65532. */
 export const DEFAULT_BASE_IMAGE = "gcr.io/distroless/cc-debian12:nonroot";
 
@@ -99,6 +141,8 @@ export interface ImageBuildOptions {
   resolvedBase?: ResolvedBase;
   /** Environment of the operator's process in the image (the runtime's tunables). */
   processEnv?: Readonly<Record<string, string>>;
+  /** Files the layer holds besides the executable (Node: `libatomic.so.1`). */
+  extraFiles?: readonly LayerFile[];
 }
 
 /** What was built. */
@@ -284,7 +328,7 @@ export async function buildImage(
   const cache = options.cache ?? new BlobCache(ociCacheDirectory(options.env));
   const base = options.resolvedBase ?? await resolveBase(options, cache);
   const { seconds, iso } = createdTime(options.env);
-  const layer = executableLayer(name, executable, seconds);
+  const layer = executableLayer(name, executable, seconds, options.extraFiles);
   const image = appendLayer(base, layer, {
     name,
     user: IMAGE_USER,
@@ -528,6 +572,7 @@ export async function runImageStep(
     platform: Platform;
     base?: ResolvedBase;
     processEnv?: Readonly<Record<string, string>>;
+    extraFiles?: readonly LayerFile[];
   },
   io: CommandIO,
 ): Promise<ImageBuildResult> {
@@ -539,6 +584,7 @@ export async function runImageStep(
     log: (line) => io.err(line),
     resolvedBase: build.base,
     processEnv: build.processEnv,
+    extraFiles: build.extraFiles,
   });
   if (request.push) {
     const record = imageRecordPath(build.projectDir, build.name);

@@ -1,15 +1,24 @@
 /**
- * `rudder init <dir>`: a new operator project (see `templates.ts` for its files). With
- * `--local <checkout>` the project imports that Rudder checkout instead of the published
- * package, so it builds and runs with no registry at all.
+ * `rudder init <dir>`: a new operator project (see `templates.ts` for its files), for Deno and
+ * Bun, or with `--runtime node` for Node. With `--local <checkout>` the project imports that
+ * Rudder checkout instead of the published package, so it builds and runs with no registry at
+ * all.
  *
  * @module
  */
 
-import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  realpathSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { basename, dirname, join, relative, resolve } from "node:path";
 import {
   booleanFlag,
+  choiceFlag,
   type CommandIO,
   type CommandSpec,
   parseCommandArgs,
@@ -103,6 +112,11 @@ export const initSpec: CommandSpec = {
       type: "boolean",
       description: "Add a defaulting and validating webhook for the kind.",
     },
+    runtime: {
+      type: "string",
+      value: "deno|bun|node",
+      description: "node: a Node project with npm scripts (default: one for Deno and Bun).",
+    },
     force: {
       type: "boolean",
       description: "Write into a directory that is not empty (existing files are overwritten).",
@@ -112,6 +126,7 @@ export const initSpec: CommandSpec = {
     "rudder init memcached-operator --group cache.example.com --version v1alpha1 --kind Memcached",
     "rudder init ./my-operator --local ~/src/rudder",
     "rudder init ./my-operator --kind Memcached --webhooks",
+    "rudder init ./my-operator --runtime node",
   ],
 };
 
@@ -128,6 +143,9 @@ export function runInit(args: string[], io: CommandIO): number {
     kind: stringFlag(parsed, "kind", "Example"),
     ...(localFlag !== undefined ? { local: resolve(io.cwd, localFlag) } : {}),
     ...(booleanFlag(parsed, "webhooks") ? { webhooks: true } : {}),
+    ...(choiceFlag(parsed, "runtime", ["deno", "bun", "node"] as const, "deno", "init") === "node"
+      ? { runtime: "node" as const }
+      : {}),
   };
   validateScaffoldOptions(options);
   if (options.local) {
@@ -151,21 +169,59 @@ export function runInit(args: string[], io: CommandIO): number {
     writeFileSync(target, content);
     io.out(`  ${path}`);
   }
-  if (options.local) linkNodeTypes(options.local, dir, io);
+  const node = options.runtime === "node";
+  if (options.local && node) linkCheckoutPackages(options.local, dir);
+  else if (options.local) linkNodeTypes(options.local, dir, io);
 
   const inside = relative(io.cwd, dir);
   const shown = inside === "" ? "." : inside.startsWith("..") ? dir : inside;
+  const next = node
+    ? [
+      ...(options.local ? [] : ["  npm install"]),
+      "  npm test",
+      "  npm run dev           # runs it against a local control plane",
+      "  npm run manifests && npm run build",
+    ]
+    : [
+      "  deno task test        # or: bun test",
+      "  deno task dev         # runs it against a local control plane",
+      "  deno task manifests && deno task build",
+    ];
   io.err(
     [
       `Created the ${options.name} operator (${options.kind}.${options.group}/${options.version}) in ${shown}.`,
       "Next:",
       `  cd ${shown}`,
-      "  deno task test        # or: bun test",
-      "  deno task dev         # runs it against a local control plane",
-      "  deno task manifests && deno task build",
+      ...next,
     ].join("\n"),
   );
   return 0;
+}
+
+/** The packages a Node project made with `--local` finds in its `node_modules`. */
+const LINKED_PACKAGES = ["zod", "@logtape/logtape"];
+
+/**
+ * Node resolves a project's imports through its `node_modules` only, so with `--local`:
+ * `node_modules/@rudder/operator` links to the checkout (its package.json's exports name the
+ * TypeScript files, which Node strips: they lie outside any node_modules once the link is
+ * followed), and zod and LogTape link to the checkout's own copies, so the project's schemas
+ * are built with the very zod Rudder reads.
+ */
+function linkCheckoutPackages(checkout: string, dir: string): void {
+  const links: [string, string][] = [
+    ["@rudder/operator", checkout],
+    ...LINKED_PACKAGES.map((name): [string, string] => [
+      name,
+      realpathSync(join(checkout, "node_modules", name)),
+    ]),
+  ];
+  for (const [name, target] of links) {
+    const link = join(dir, "node_modules", name);
+    if (existsSync(link)) continue;
+    mkdirSync(dirname(link), { recursive: true });
+    symlinkSync(target, link, "dir");
+  }
 }
 
 /**

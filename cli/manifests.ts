@@ -46,11 +46,11 @@ import {
 } from "./webhook_manifests.ts";
 import {
   cliEntrypoint,
-  currentRuntime,
   findProjectDir,
   loadProject,
   type PolicyRule,
   PROJECT_DIR_FLAG,
+  projectRuntime,
   type ProjectSettings,
   runModuleCommand,
   type Runtime,
@@ -545,13 +545,14 @@ function deploymentManifest(ctx: ManifestContext): Manifest {
 
 /**
  * Loads the project in a child process with its own configuration (see `discover.ts`) and
- * returns what it declares. `runtime` is the runtime that loads it.
+ * returns what it declares. `runtime` is the runtime that loads it (default: the one
+ * `projectRuntime` picks).
  */
 export async function discoverProject(
   settings: ProjectSettings,
   options: { runtime?: Runtime; env: Record<string, string | undefined> },
 ): Promise<Discovery> {
-  const runtime = options.runtime ?? currentRuntime();
+  const runtime = options.runtime ?? projectRuntime(settings.dir);
   const denoConfig = join(settings.dir, "deno.json");
   const scratch = mkdtempSync(join(tmpdir(), "rudder-discover-"));
   const output = join(scratch, "discovery.json");

@@ -14,7 +14,7 @@
  */
 
 import { VERSION } from "../lib/version.ts";
-import { denoV8FlagsArg, envAssignments } from "./project.ts";
+import { denoV8FlagsArg, envAssignments, NODE_V8_FLAGS } from "./project.ts";
 import { renderTemplate, type TemplateFlags } from "./render.ts";
 import { TEMPLATE_FILES } from "./templates/embedded.ts";
 
@@ -25,6 +25,22 @@ const RUN_OPERATOR = [...envAssignments("deno"), "deno run -A", denoV8FlagsArg()
 
 /** The scaffold's `start` and `run` script on Bun: the operator with Rudder's environment. */
 const RUN_OPERATOR_BUN = [...envAssignments("bun"), "bun main.ts"].join(" ");
+
+/**
+ * The `start` and `run` script of a Node project, with Rudder's environment and V8 flags: Node
+ * runs TypeScript by stripping types.
+ */
+const RUN_OPERATOR_NODE = [...envAssignments("node"), "node", ...NODE_V8_FLAGS, "main.ts"].join(
+  " ",
+);
+
+/**
+ * The version of the npm package `bun` a Node project depends on (a development dependency):
+ * `rudder build --runtime node` bundles the operator with `bun build --target=node` before Node
+ * makes it a single executable application. The same version as Rudder's own (a unit test
+ * keeps the two equal).
+ */
+export const NODE_PROJECT_BUN_VERSION = "1.4.5";
 
 /** What a new project is made from. */
 export interface ScaffoldOptions {
@@ -46,6 +62,11 @@ export interface ScaffoldOptions {
    * capped at 10), served when `ENABLE_WEBHOOKS=true` (the generated Deployment sets it).
    */
   webhooks?: boolean;
+  /**
+   * `node`: a project for Node 26 (`package.json` with npm scripts, `node --test`, no
+   * `deno.json` or `bunfig.toml`). Unset: a project for Deno and Bun alike.
+   */
+  runtime?: "node";
 }
 
 /** The npm packages a project may import besides Rudder, at the versions Rudder uses. */
@@ -198,6 +219,7 @@ function rudderSources(options: ScaffoldOptions) {
       zod: `${root}/${LOCAL_ZOD_FILE}`,
       denoCli: `deno run -A ${shellWord(`${root}/cli/main.ts`)}`,
       bunCli: `bun ${shellWord(`${root}/cli/main.ts`)}`,
+      nodeCli: `node ${shellWord(`${root}/cli/main.ts`)}`,
     };
   }
   return {
@@ -206,6 +228,7 @@ function rudderSources(options: ScaffoldOptions) {
     zod: "",
     denoCli: `deno run -A jsr:${JSR_PACKAGE}@^${VERSION}/cli`,
     bunCli: `bun node_modules/${JSR_PACKAGE}/cli/main.js`,
+    nodeCli: `node node_modules/${JSR_PACKAGE}/cli/main.js`,
   };
 }
 
@@ -263,13 +286,49 @@ function packageJson(options: ScaffoldOptions, deps: DependencyVersions): string
       build: `${src.bunCli} build --runtime bun`,
       ...imageTasks(options, `${src.bunCli} build`),
     },
-    dependencies: options.local ? {} : {
-      // JSR packages install from npm.jsr.io under the @jsr scope (see .npmrc).
-      [JSR_PACKAGE]: `npm:@jsr/rudder__operator@^${VERSION}`,
-      "@logtape/logtape": `^${deps["@logtape/logtape"]}`,
-      ...Object.fromEntries(OTEL_PACKAGES.map((name) => [name, `^${deps[name]}`])),
-      zod: `^${deps.zod}`,
+    dependencies: options.local ? {} : publishedDependencies(deps),
+  });
+}
+
+/** The dependencies of a project on the published package, as npm installs them. */
+function publishedDependencies(deps: DependencyVersions): Record<string, string> {
+  return {
+    // JSR packages install from npm.jsr.io under the @jsr scope (see .npmrc).
+    [JSR_PACKAGE]: `npm:@jsr/rudder__operator@^${VERSION}`,
+    "@logtape/logtape": `^${deps["@logtape/logtape"]}`,
+    ...Object.fromEntries(OTEL_PACKAGES.map((name) => [name, `^${deps[name]}`])),
+    zod: `^${deps.zod}`,
+  };
+}
+
+/**
+ * `package.json` of a Node project: npm scripts for everything, `node --test` for its tests.
+ * With `--local`, `rudder init` links the checkout and its zod and LogTape into `node_modules`
+ * instead of listing dependencies (see `init.ts`).
+ */
+function nodePackageJson(options: ScaffoldOptions, deps: DependencyVersions): string {
+  const src = rudderSources(options);
+  return json({
+    name: options.name,
+    version: "0.1.0",
+    private: true,
+    type: "module",
+    engines: { node: ">=26" },
+    scripts: {
+      start: RUN_OPERATOR_NODE,
+      run: RUN_OPERATOR_NODE,
+      // Node's runner finds controllers/*_test.ts itself; each test states its own timeout.
+      test: "node --test",
+      rudder: src.nodeCli,
+      dev: `${src.nodeCli} dev --runtime node`,
+      manifests: `${src.nodeCli} manifests`,
+      build: `${src.nodeCli} build --runtime node`,
+      ...imageTasks(options, `${src.nodeCli} build`, "node"),
     },
+    ...(options.local ? {} : {
+      dependencies: publishedDependencies(deps),
+      devDependencies: { bun: NODE_PROJECT_BUN_VERSION },
+    }),
   });
 }
 
@@ -380,12 +439,36 @@ setDefaultTimeout(${BUN_TEST_TIMEOUT_MS});
 }
 
 function dockerfile(options: ScaffoldOptions): string {
+  if (options.runtime === "node") return nodeDockerfile(options);
   return `# The alternative to \`rudder build --image\` (which needs no Docker daemon) for those who
 # build images with docker or podman. The operator is one self-contained executable
 # (\`rudder build\`), so the image needs no runtime: distroless/cc has glibc and nothing else (no
 # shell, no package manager). Build the binary for the image's platform first, e.g.
 # \`deno task build --target x86_64-unknown-linux-gnu\`.
 FROM gcr.io/distroless/cc-debian12:nonroot
+COPY dist/${options.name} /${options.name}
+USER 65532:65532
+ENTRYPOINT ["/${options.name}"]
+`;
+}
+
+/**
+ * The Dockerfile of a Node project. Node's official builds since Node 25 load `libatomic.so.1`,
+ * which distroless/cc lacks, so it is taken from Debian's package of the base's release, as
+ * `rudder build --image` does.
+ */
+function nodeDockerfile(options: ScaffoldOptions): string {
+  return `# The alternative to \`rudder build --image\` (which needs no Docker daemon) for those who
+# build images with docker or podman. The operator is one Node single executable application
+# (\`npm run build\`, built on the image's platform), so the image needs no runtime besides it:
+# distroless/cc has glibc and nothing else (no shell, no package manager). Node (since 25) also
+# loads libatomic.so.1, which distroless/cc lacks: it comes from Debian's package (on arm64, from
+# /usr/lib/aarch64-linux-gnu/ to the same directory).
+FROM debian:12-slim AS libatomic
+RUN apt-get update && apt-get install -y --no-install-recommends libatomic1
+
+FROM gcr.io/distroless/cc-debian12:nonroot
+COPY --from=libatomic /usr/lib/x86_64-linux-gnu/libatomic.so.1 /usr/lib/x86_64-linux-gnu/
 COPY dist/${options.name} /${options.name}
 USER 65532:65532
 ENTRYPOINT ["/${options.name}"]
@@ -478,6 +561,79 @@ ClusterRole \`${options.name}-metrics-reader\`. \`deno task dev\` serves them ov
 `;
 }
 
+/** The README of a Node project (`rudder init --runtime node`). */
+function nodeReadme(options: ScaffoldOptions): string {
+  const n = names(options);
+  const local = options.local
+    ? `
+This project imports Rudder from the checkout at \`${options.local}\` (\`rudder init --local\`):
+\`node_modules/@rudder/operator\` links to it, and \`node_modules/zod\` and
+\`node_modules/@logtape/logtape\` to the checkout's own copies, so the schemas you write are
+built with the very zod Rudder reads. No registry is needed. To use the published package
+instead, run \`rudder init --runtime node\` without \`--local\` and copy your code over.
+`
+    : `
+Install its dependencies with \`npm install\` (\`.npmrc\` sends the \`@jsr\` scope to JSR's npm
+registry, where \`@rudder/operator\` is published).
+`;
+  return `# ${options.name}
+
+A Kubernetes operator written with [Rudder](https://jsr.io/${JSR_PACKAGE}) for Node 26: it
+reconciles \`${n.kind}\` objects (\`${n.apiVersion}\`). Each ${n.kind} owns a Deployment that runs
+\`spec.replicas\` pods of \`spec.image\`; a finalizer lets it clean up before it goes, and its
+status reports the phase and a \`Ready\` condition. Node runs its TypeScript as it is, by
+stripping the types: no build step, no transpiler.
+${local}
+## Layout
+
+${
+    markdownTable([
+      ["path", "what it is"],
+      [`\`${n.apiFile}\``, `the ${n.kind} custom resource: spec and status as one zod schema`],
+      [`\`${n.controllerFile}\``, `the reconciler and \`setup${n.kind}Controller(mgr)\``],
+      [`\`${n.testFile}\``, "its tests: FakeClient, and the operator on a local control plane"],
+      ["`main.ts`", "`setup(mgr)` registers the controllers; run, it starts the manager"],
+      ["`rudder.json`", "name, namespace, image, ports and extra RBAC rules"],
+      ["`Dockerfile`", "for `docker build`, the alternative to `npm run image`"],
+    ])
+  }
+
+## Develop
+
+\`\`\`sh
+npm test              # node --test: unit tests and the operator against a local control plane
+npm run dev           # a local control plane, the CRDs, the operator; restarts on changes
+\`\`\`
+
+The local control plane needs etcd and kube-apiserver: \`npm run rudder -- envtest setup\` builds
+them (with Go) and \`npm run rudder -- envtest env\` prints the \`KUBEBUILDER_ASSETS\` to export.
+
+## Deploy
+
+\`\`\`sh
+npm run build -- --image ghcr.io/me/${options.name}:0.1.0 --push
+npm run manifests -- --image "$(cat dist/${options.name}.image)"
+kubectl apply -k config/
+\`\`\`
+
+\`npm run build\` bundles the operator and its npm dependencies into one module
+(\`bun build --target=node\`, from the development dependency \`bun\`) and makes it a Node single
+executable application, \`dist/${options.name}\`, for this machine's platform. With
+\`--image <ref> --push\` it also puts the executable as one layer on
+\`gcr.io/distroless/cc-debian12:nonroot\` (\`--base\` to change it), with \`libatomic.so.1\`, which
+Node loads and distroless/cc lacks, as another; runs it as user 65532, and pushes the image with no
+Docker daemon (credentials come from \`~/.docker/config.json\`). It prints the image's
+\`ref@sha256:…\` and writes it to \`dist/${options.name}.image\`, and \`npm run manifests -- --image …\`
+makes the Deployment (in \`config/\`, with the CRDs and RBAC) use exactly that digest.
+\`npm run image\` writes an archive for \`docker load\` or \`podman load\` instead.
+
+The ClusterRole is derived from what the controllers watch and own; add rules the reconciler needs
+beyond those to \`rbac\` in \`rudder.json\`. Leader election gets a Role in the operator's namespace
+only. Metrics are served over HTTPS on port 8443, to scrapers bound to the ClusterRole
+\`${options.name}-metrics-reader\`; \`npm run dev\` serves them over plain HTTP.
+`;
+}
+
 /** Which admission webhooks a kind gets: a defaulter (mutating), a validator, or both. */
 export interface WebhookParts {
   /** A defaulter: `spec.replicas` is 1 unless set. */
@@ -514,21 +670,24 @@ export function scaffold(
   options: ScaffoldOptions,
   deps: DependencyVersions,
 ): Map<string, string> {
+  const node = options.runtime === "node";
   const files = new Map<string, string>([
-    ["deno.json", denoJson(options, deps)],
-    ["package.json", packageJson(options, deps)],
+    ...(node ? [] : [["deno.json", denoJson(options, deps)] as const]),
+    ["package.json", node ? nodePackageJson(options, deps) : packageJson(options, deps)],
     ["tsconfig.json", tsconfigJson(options)],
     ["rudder.json", rudderJson(options)],
     ["main.ts", renderProjectFile("main.ts", options, templateFlags(options))],
     ["tracing.ts", renderProjectFile("tracing.ts", options, templateFlags(options))],
     ...kindFiles(options),
-    ["bunfig.toml", bunfigToml()],
-    ["bun_test_setup.ts", bunTestSetup()],
+    ...(node ? [] : [
+      ["bunfig.toml", bunfigToml()] as const,
+      ["bun_test_setup.ts", bunTestSetup()] as const,
+    ]),
     ...(options.webhooks ? webhookFiles(options) : []),
     ["Dockerfile", dockerfile(options)],
     [".dockerignore", `*\n!dist/${options.name}\n`],
     [".gitignore", "dist/\nnode_modules/\n"],
-    ["README.md", readme(options)],
+    ["README.md", node ? nodeReadme(options) : readme(options)],
   ]);
   if (!options.local) files.set(".npmrc", "@jsr:registry=https://npm.jsr.io\n");
   for (const [path, content] of sampleFiles(options)) files.set(path, content);
@@ -541,11 +700,15 @@ export function scaffold(
  * `image:push` pushes it to the registry its reference names (put yours in the task first);
  * `docker-build` is the alternative with a Docker daemon and the scaffold's Dockerfile.
  */
-function imageTasks(options: ScaffoldOptions, build: string): Record<string, string> {
+function imageTasks(
+  options: ScaffoldOptions,
+  build: string,
+  runtime: "bun" | "node" = "bun",
+): Record<string, string> {
   const ref = `${options.name}:0.1.0`;
   return {
-    image: `${build} --runtime bun --image ${ref} --output dist/${options.name}-image.tar`,
-    "image:push": `${build} --runtime bun --image ${ref} --push`,
+    image: `${build} --runtime ${runtime} --image ${ref} --output dist/${options.name}-image.tar`,
+    "image:push": `${build} --runtime ${runtime} --image ${ref} --push`,
     "docker-build": `docker build -t ${ref} .`,
   };
 }

@@ -219,15 +219,23 @@ export function layerFromTar(tarBytes: Uint8Array): Layer {
 }
 
 /**
- * The layer that holds only `/<name>`: the executable, mode 0755, owned by root, with the
- * modification time `mtime` (seconds since the epoch).
+ * The layer that holds `/<name>`: the executable, mode 0755, owned by root, with the
+ * modification time `mtime` (seconds since the epoch); and `others` (paths without the leading
+ * `/`, in path order), such as a shared library the executable loads that the base lacks.
  */
-export function executableLayer(name: string, executable: Uint8Array, mtime = 0): Layer {
+export function executableLayer(
+  name: string,
+  executable: Uint8Array,
+  mtime = 0,
+  others: readonly { path: string; data: Uint8Array; mode: number }[] = [],
+): Layer {
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name)) {
     throw new Error(`the executable's name must be a plain file name: ${name}`);
   }
+  const files = [...others].sort((a, b) => (a.path < b.path ? -1 : 1))
+    .map(({ path, data, mode }) => ({ type: "file" as const, path, data, mode }));
   return layerFromTar(
-    tar([{ type: "file", path: name, data: executable, mode: 0o755 }], { mtime }),
+    tar([{ type: "file", path: name, data: executable, mode: 0o755 }, ...files], { mtime }),
   );
 }
 

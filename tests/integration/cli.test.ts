@@ -3,13 +3,16 @@
 // `rudder build --runtime bun` makes one file that, with no runtime on PATH and only the
 // generated RBAC (it authenticates as the generated ServiceAccount), reconciles a custom
 // resource and exits 0 on SIGTERM; deno compile's permissions are enough to run the operator;
-// and the project's own tests pass out of the box.
+// and the project's own tests pass out of the box. A Node project (`rudder init --runtime node`)
+// passes its own tests with `node --test`, and its single executable (a Node single executable
+// application) reconciles as its ServiceAccount and exits 0 on SIGTERM.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
 import {
   existsSync,
+  mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
@@ -609,4 +612,64 @@ describe("the scaffold's own tests", () => {
     assert.match(result.stderr, /\b3 pass\b/);
     assert.match(result.stderr, /\b0 fail\b/);
   });
+});
+
+let nodeProject: Promise<string> | undefined;
+
+/** `rudder init --runtime node --local` of the same operator, in a directory of its own; once. */
+function nodeScaffold(): Promise<string> {
+  nodeProject ??= (async () => {
+    const dir = join(scratch, "node");
+    mkdirSync(dir);
+    return await initProject(dir, NAME, { extra: ["--runtime", "node"], children });
+  })();
+  return nodeProject;
+}
+
+describe("a Node project (rudder init --runtime node)", () => {
+  it("passes its own tests with node --test", { timeout: STEP_TIMEOUT }, async () => {
+    const dir = await nodeScaffold();
+    assert.equal(
+      JSON.parse(readFileSync(join(dir, "package.json"), "utf8")).scripts.test,
+      "node --test",
+    );
+    // Without the variable Node's runner sets for its children (when this suite runs on Node):
+    // with it, the project's runner would report to this one instead of printing.
+    const { NODE_TEST_CONTEXT: _, ...outside } = process.env;
+    const result = await run(runtimeExecutable("node", process.env), ["--test"], {
+      cwd: dir,
+      env: { ...outside, NO_COLOR: "1" },
+    });
+    assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+    assert.match(result.stdout, /^ℹ pass 3$/m);
+    assert.match(result.stdout, /^ℹ fail 0$/m);
+  });
+
+  it(
+    "builds a single executable that reconciles as its ServiceAccount and exits 0 on SIGTERM",
+    { timeout: STEP_TIMEOUT },
+    async () => {
+      await applyManifests();
+      const dir = await nodeScaffold();
+      const built = await rudder(dir, "build", "--runtime", "node");
+      assert.equal(built.code, 0, built.stderr);
+      assert.match(built.stdout, new RegExp(`^dist/${NAME} \\(\\d+\\.\\d MiB\\)$`, "m"));
+      const path = join(dir, "dist", NAME);
+      const { readyMs, code, output } = await reconcileWith(path, [], {
+        PATH: join(scratch, "no-runtimes-here"),
+        HOME: scratch,
+        KUBECONFIG: await serviceAccountKubeconfig(),
+        LEADER_ELECTION_NAMESPACE: OPERATOR_NAMESPACE,
+        METRICS_BIND_ADDRESS: "127.0.0.1:0",
+        HEALTH_PROBE_BIND_ADDRESS: "127.0.0.1:0",
+      }, "node-binary");
+      assert.equal(code, 0, output);
+      assert.match(output, /"SIGTERM\\?" received: stopping gracefully/);
+      assert.doesNotMatch(output, /Forbidden|forbidden/, "the generated RBAC is enough");
+      const size = statSync(path).size;
+      console.log(
+        `node single file: ${(size / 1024 / 1024).toFixed(1)} MiB, ready ${readyMs} ms after start`,
+      );
+    },
+  );
 });

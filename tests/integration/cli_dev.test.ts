@@ -1,10 +1,11 @@
 // `rudder dev` and `rudder envtest` as processes: dev starts a control plane, installs the
 // CRDs, runs the operator, restarts it when a source file changes and stops everything on
-// SIGTERM; envtest prints where the binaries are, and runs a control plane until SIGTERM.
+// SIGTERM; with `--runtime node` it runs a Node project's operator on Node; envtest prints where
+// the binaries are, and runs a control plane until SIGTERM.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
-import { appendFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import process from "node:process";
@@ -183,6 +184,55 @@ describe("rudder dev", () => {
     } finally {
       dev.child.kill("SIGKILL");
       for (const pid of operatorPids()) if (isAlive(pid)) process.kill(pid, "SIGKILL");
+    }
+  });
+
+  it("with --runtime node runs a Node project's operator on Node, and stops it on SIGTERM", async () => {
+    const parent = join(scratch, "node");
+    mkdirSync(parent);
+    const nodeProject = await initProject(parent, "widget-operator", {
+      kind: "Widget",
+      group: "example.com",
+      extra: ["--runtime", "node"],
+      children,
+    });
+    const dev = rudder(nodeProject, ["dev", "--runtime", "node"], {
+      METRICS_BIND_ADDRESS: "127.0.0.1:0",
+      HEALTH_PROBE_BIND_ADDRESS: "127.0.0.1:0",
+      LOG_FORMAT: "json",
+    });
+    const operatorPid = () => Number(dev.stderr().match(/started the operator \(pid (\d+)\)/)?.[1]);
+    try {
+      await eventually(
+        "the control plane runs",
+        () => /export KUBECONFIG=\S+/.test(dev.stderr()),
+        60_000,
+      );
+      const kubeconfig = dev.stderr().match(/export KUBECONFIG=(\S+)/)![1];
+      const client = newClient(await loadConfig({ kubeconfig }));
+      await eventually("the operator leads", () => dev.stdout().includes("Elected leader"), 60_000);
+      assert.match(dev.stderr(), /starting the operator: \S*node main\.ts/);
+      const key = { namespace: "default", name: "on-node" };
+      await client.create({
+        apiVersion: "example.com/v1alpha1",
+        kind: "Widget",
+        metadata: key,
+        spec: {},
+      });
+      await eventually(
+        "the Widget is Running",
+        async () => (await client.get(Widget, key)).status?.phase === "Running",
+        30_000,
+      );
+      const pid = operatorPid();
+      process.kill(dev.child.pid!, "SIGTERM");
+      assert.equal(await dev.exited, 0, dev.stderr());
+      assert.match(dev.stderr(), /the operator stopped \(exit 0\)/);
+      assert.equal(isAlive(pid), false, "the operator stopped with rudder dev");
+    } finally {
+      dev.child.kill("SIGKILL");
+      const pid = operatorPid();
+      if (pid && isAlive(pid)) process.kill(pid, "SIGKILL");
     }
   });
 });

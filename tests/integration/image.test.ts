@@ -5,7 +5,9 @@
 // capability dropped, the ServiceAccount's token, ca.crt and namespace mounted where the kubelet
 // mounts them, KUBERNETES_SERVICE_HOST/PORT set, exactly the generated RBAC — and it reconciles
 // a custom resource, answers /readyz and exits 0 on `podman stop`. The archive loads with
-// `podman load`, and a second build gives the same digest.
+// `podman load`, and a second build gives the same digest. A Node project's single executable
+// (`rudder init --runtime node`, `rudder build --runtime node --image`) runs the same way, with
+// the libatomic.so.1 that Node loads and distroless/cc lacks in its layer.
 import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
@@ -52,6 +54,9 @@ const SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
 const GRACE_SECONDS = 40;
 
 const MINUTE = 60_000;
+
+/** Debian's directory of shared libraries on this machine's architecture. */
+const LIB_TRIPLET = process.arch === "arm64" ? "aarch64-linux-gnu" : "x86_64-linux-gnu";
 
 function which(tool: string): boolean {
   return spawnSync("sh", ["-c", `command -v ${tool}`]).status === 0;
@@ -538,6 +543,54 @@ describe("rudder build --image", () => {
       assert.equal(inspect.stdout.trim(), digest);
 
       await runLikeAPod(pinned, "in-a-container");
+    },
+  );
+
+  it(
+    "does the same for a Node project's single executable, with libatomic in its layer",
+    { skip: unavailable, timeout: 15 * MINUTE },
+    async () => {
+      const { registry, registryClient } = await prepare();
+      const parent = join(scratchDir(), "node");
+      mkdirSync(parent, { recursive: true });
+      // The same operator, so the manifests prepare() applied are its own.
+      const project = await initProject(parent, NAME, { extra: ["--runtime", "node"], children });
+      const started = Date.now();
+      const result = await rudder(
+        project,
+        "build",
+        "--runtime",
+        "node",
+        "--image",
+        `${registry}/${NAME}-node:0.1.0`,
+        "--base",
+        `${registry}/distroless/cc-debian12:nonroot`,
+        "--insecure-registry",
+        "--push",
+      );
+      assert.equal(result.code, 0, result.stderr);
+      const seconds = (Date.now() - started) / 1000;
+      const pinned = result.stdout.trim().split("\n").pop()!;
+      const manifest = JSON.parse(
+        new TextDecoder().decode((await registryClient.getManifest(`${NAME}-node`, "0.1.0")).bytes),
+      ) as ImageManifest;
+      const top = manifest.layers.at(-1)!;
+      const entries = readTar(gunzipSync(await registryClient.getBlob(`${NAME}-node`, top.digest)));
+      assert.deepEqual(
+        entries.map(({ path, mode }) => ({ path, mode })),
+        [
+          { path: NAME, mode: 0o755 },
+          { path: `usr/lib/${LIB_TRIPLET}/libatomic.so.1`, mode: 0o644 },
+        ],
+      );
+      const pulled = await podman("pull", "--tls-verify=false", pinned);
+      assert.equal(pulled.code, 0, pulled.stderr);
+      await runLikeAPod(pinned, "node-in-a-container");
+      console.log(
+        `rudder build --image (node): ${seconds.toFixed(1)} s, executable ` +
+          `${(readFileSync(join(project, "dist", NAME)).length / 1024 / 1024).toFixed(1)} MiB, ` +
+          `layer ${(top.size / 1024 / 1024).toFixed(1)} MiB compressed`,
+      );
     },
   );
 

@@ -107,9 +107,9 @@ describe("usage errors", () => {
   });
 
   it("a value outside the choices", async () => {
-    const { code, err } = await rudder("build", "--runtime", "node");
+    const { code, err } = await rudder("build", "--runtime", "python");
     assert.equal(code, 2);
-    assert.match(err, /--runtime must be one of deno, bun \(got "node"\)/);
+    assert.match(err, /--runtime must be one of deno, bun, node \(got "python"\)/);
   });
 
   it("an unknown build target", async () => {
