@@ -60,6 +60,7 @@ describe("rudder init --runtime node", () => {
       "main.ts",
       "package.json",
       "rudder.json",
+      "tracing.ts",
       "tsconfig.json",
     ];
     assert.deepEqual([...local.keys()].sort(), expected);
@@ -90,6 +91,17 @@ describe("rudder init --runtime node", () => {
     assert.deepEqual(pkg.dependencies, {
       "@rudder/operator": `npm:@jsr/rudder__operator@^${VERSION}`,
       "@logtape/logtape": `^${DEPENDENCY_VERSIONS["@logtape/logtape"]}`,
+      ...Object.fromEntries(
+        [
+          "@opentelemetry/api",
+          "@opentelemetry/context-async-hooks",
+          "@opentelemetry/exporter-trace-otlp-http",
+          "@opentelemetry/resources",
+          "@opentelemetry/sdk-trace",
+        ].map((
+          name,
+        ) => [name, `^${DEPENDENCY_VERSIONS[name as keyof typeof DEPENDENCY_VERSIONS]}`]),
+      ),
       zod: `^${DEPENDENCY_VERSIONS.zod}`,
     });
     assert.deepEqual(pkg.devDependencies, { bun: NODE_PROJECT_BUN_VERSION });
