@@ -42,6 +42,8 @@ export interface DiscoveredWatch extends DiscoveredKind {
 export interface DiscoveredController {
   name: string;
   watched: DiscoveredWatch[];
+  /** True when built with `.sharded()`: its replicas split its `for` kind's objects. */
+  sharded?: boolean;
 }
 
 /** An admission webhook the operator registers. */
@@ -121,11 +123,14 @@ export async function discoverSetup(
   })).sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   const controllers: DiscoveredController[] = [];
   for (const runnable of mgr.runnables) {
-    const candidate = runnable as Partial<{ name: string; watched: WatchedKind[] }>;
+    const candidate = runnable as Partial<
+      { name: string; watched: WatchedKind[]; sharded: boolean }
+    >;
     if (!Array.isArray(candidate.watched)) continue;
     controllers.push({
       name: String(candidate.name ?? ""),
       watched: candidate.watched.map(({ type, relation }) => ({ ...toKind(type), role: relation })),
+      ...(candidate.sharded ? { sharded: true } : {}),
     });
   }
   return { controllers, webhooks: server.hasHandlers(), admissionWebhooks };

@@ -13,7 +13,9 @@
  *   8443;
  * - a ServiceAccount; a Namespace that enforces the `restricted` Pod Security Standard; a
  *   hardened Deployment; a webhook Service when the operator serves webhooks; and a
- *   `kustomization.yaml` over all of it.
+ *   `kustomization.yaml` over all of it;
+ * - for a sharded operator, its replicas, Lease Role, PodDisruptionBudget and shard webhooks
+ *   (`sharding_manifests.ts`).
  *
  * The same input gives the same bytes.
  *
@@ -36,6 +38,16 @@ import {
 import { type DiscoveredController, type Discovery, discoveryScript } from "./discover.ts";
 import { parseReference } from "./oci/reference.ts";
 import {
+  finishShardWebhooks,
+  shardedDeployment,
+  shardingClusterRules,
+  shardingManifests,
+  type ShardingNames,
+  type ShardingPlan,
+  shardingPlan,
+  withShardWebhooks,
+} from "./sharding_manifests.ts";
+import {
   CERT_MODES,
   type CertMode,
   type WebhookManifests,
@@ -56,7 +68,13 @@ import {
 /** What the manifests are made from besides the discovered code. */
 export type ManifestSettings = Pick<
   ProjectSettings,
-  "name" | "namespace" | "image" | "metricsBindAddress" | "healthProbeBindAddress" | "rbac"
+  | "name"
+  | "namespace"
+  | "image"
+  | "metricsBindAddress"
+  | "healthProbeBindAddress"
+  | "rbac"
+  | "sharding"
 >;
 
 /** The first line of every generated file. */
@@ -229,6 +247,8 @@ interface ManifestContext {
   metricsPort: number | undefined;
   /** The webhook part, when the operator serves webhooks. */
   webhooks: WebhookManifests | undefined;
+  /** The shard ring, when its replicas split its objects. */
+  sharding: ShardingPlan | undefined;
 }
 
 /** A manifest: its path under the output directory and its object. */
@@ -250,6 +270,8 @@ export function generateManifests(
     "app.kubernetes.io/component": "controller-manager",
   };
   const labels = { ...selector, "app.kubernetes.io/managed-by": "rudder" };
+  const sharding = shardingPlan(settings.sharding, discovery);
+  const hooked = sharding ? withShardWebhooks(discovery, sharding) : discovery;
   const ctx: ManifestContext = {
     settings,
     discovery,
@@ -257,12 +279,20 @@ export function generateManifests(
     labels,
     serviceAccount: `${settings.name}-controller-manager`,
     metricsPort: portOf(settings.metricsBindAddress),
-    webhooks: discovery.webhooks
-      ? webhookManifests(settings, discovery, options.certMode ?? CERT_MODES[0], {
+    webhooks: hooked.webhooks
+      ? webhookManifests(settings, hooked, options.certMode ?? CERT_MODES[0], {
         selector,
         object: labels,
       })
       : undefined,
+    sharding,
+  };
+  if (sharding && ctx.webhooks) finishShardWebhooks(ctx.webhooks.files, sharding);
+  const names: ShardingNames = {
+    ...settings,
+    selector,
+    labels,
+    serviceAccount: ctx.serviceAccount,
   };
   const manifests: Manifest[] = [
     // The namespace first: the objects after it live there (kustomize sorts so too).
@@ -273,9 +303,12 @@ export function generateManifests(
     managerRoleBinding(ctx),
     leaderElectionRole(ctx),
     leaderElectionRoleBinding(ctx),
+    ...(sharding ? shardingManifests(names) : []),
     ...metricsRbacManifests(ctx),
     ...webhookCertificateRbacManifests(ctx),
-    deploymentManifest(ctx),
+    sharding
+      ? shardedDeployment(deploymentManifest(ctx), sharding, names)
+      : deploymentManifest(ctx),
     ...metricsServiceManifests(ctx),
     ...ctx.webhooks?.files ?? [],
   ];
@@ -354,6 +387,7 @@ function managerRole(ctx: ManifestContext): Manifest {
   const rules = deriveRules(ctx.discovery.controllers, [
     ...ctx.settings.rbac,
     ...(ctx.webhooks?.clusterRules ?? []),
+    ...(ctx.sharding ? shardingClusterRules(ctx.sharding) : []),
   ]);
   return ["rbac/role.yaml", roleObject(ctx, "ClusterRole", "manager-role", rules)];
 }
