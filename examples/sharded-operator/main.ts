@@ -61,6 +61,9 @@ export function createManager(overrides: Partial<ManagerOptions> = {}): Manager 
     // Plain HTTP only when asked for in so many words; anything else serves HTTPS.
     metricsServing: process.env.METRICS_SERVING === "insecure-http" ? "insecure-http" : "secure",
     healthProbeBindAddress: process.env.HEALTH_PROBE_BIND_ADDRESS ?? ":8081",
+    // No leader election: the only controller is sharded and runs on every replica. The
+    // namespace is where the shard Leases go when POD_NAMESPACE is unset (`rudder dev` sets it).
+    leaderElectionNamespace: process.env.LEADER_ELECTION_NAMESPACE,
     // The shard's name is POD_NAME and its Leases' namespace POD_NAMESPACE (the defaults).
     sharding: {
       ring: RING,
