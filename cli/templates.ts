@@ -70,6 +70,7 @@ export const SUBPATH_FILES: Readonly<Record<string, string>> = {
   workqueue: "lib/workqueue/mod.ts",
   manager: "lib/manager/mod.ts",
   leaderelection: "lib/leaderelection/mod.ts",
+  sharding: "lib/sharding/mod.ts",
   healthz: "lib/healthz/mod.ts",
   metrics: "lib/metrics/mod.ts",
   controllerutil: "lib/controllerutil/mod.ts",

@@ -66,6 +66,15 @@ export interface ByObject<T extends KubeObject = KubeObject> extends NamespaceCo
   namespaces?: Record<string, NamespaceConfig<T>>;
   /** Cache only metadata (PartialObjectMetadata), e.g. for Secrets. */
   metadataOnly?: boolean;
+  /**
+   * Whether a watch delete of `obj` (its last state in the cache) only means that it left the
+   * selector, e.g. its label changed, rather than that it was deleted: it then leaves the cache
+   * silently, and handlers hear no delete (no finalizer logic for an object that still exists).
+   * The API server cannot tell: it sends the object's previous state in both cases. Sharding
+   * knows which objects it moves away. Default: every delete is a delete, as in
+   * controller-runtime.
+   */
+  isDeparture?: (obj: T) => boolean;
 }
 
 /** Options of {@linkcode newCache}, named as in controller-runtime's `cache.Options`. */
@@ -148,6 +157,8 @@ interface Scope {
   covers: (obj: KubeObject) => boolean;
   transform?: ((obj: KubeObject) => KubeObject) | false;
   metadataOnly: boolean;
+  /** Set when a watch Delete of an object its label selector no longer covers is no delete. */
+  isDeparture?: (obj: KubeObject) => boolean;
 }
 
 /** Objects this process wrote, newer than the store, by object key ("read your own writes"). */
@@ -421,6 +432,7 @@ class InformerCache implements Cache {
           (labels?.matches(obj.metadata?.labels) ?? true) && (fields?.matches(obj) ?? true),
         transform: (config.transform as Scope["transform"]) ?? base.transform,
         metadataOnly: base.metadataOnly,
+        isDeparture: byObject?.isDeparture,
       });
     }
     return scopes;
@@ -456,6 +468,7 @@ class InformerCache implements Cache {
         fieldSelector: scope.fieldSelector,
         transform: scope.transform,
         metadataOnly: scope.metadataOnly,
+        isDeparture: scope.isDeparture,
         resyncPeriod: this.#options.syncPeriod,
         onChange: (key, rv) => caughtUp(overlay, key, rv),
         onReplace: (rv) => {

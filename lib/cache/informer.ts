@@ -67,6 +67,11 @@ export interface InformerOptions<T extends KubeObject>
   onChange?: (key: string, resourceVersion: string | undefined) => void;
   /** Called, in the stream reader, after a list replaced the store's contents. */
   onReplace?: (resourceVersion: string | undefined) => void;
+  /**
+   * Whether a watch `Delete` of this object only means it left the selector: it then leaves the
+   * store with no delete event (see the reflector's option of the same name).
+   */
+  isDeparture?: (obj: T) => boolean;
 }
 
 const DEFAULT_RESYNC_MS = 10 * 60 * 60 * 1000;
@@ -118,6 +123,7 @@ export class Informer<T extends KubeObject> {
       dispatcher: this.#dispatcher,
       onChange: options.onChange,
       onReplace: options.onReplace,
+      isDeparture: options.isDeparture,
     });
   }
 

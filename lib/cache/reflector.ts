@@ -26,6 +26,13 @@ export interface ReflectorOptions<T> {
   onChange?: (key: string, resourceVersion: string | undefined) => void;
   /** Called after a list replaced the store's contents. */
   onReplace?: (resourceVersion: string | undefined) => void;
+  /**
+   * Whether a watch `Delete` of this object (its last state in the store, else the event's)
+   * only means that it left the watch's selector rather than that it was deleted: it then leaves
+   * the store without a delete event, so that handlers (and finalizer logic) never take a move
+   * for a deletion. Default: every `Delete` is a deletion, as in client-go.
+   */
+  isDeparture?: (obj: T) => boolean;
 }
 
 /**
@@ -109,7 +116,10 @@ export class Reflector<T extends KubeObject> {
     this.#options.onReplace?.(resourceVersion);
     const dispatcher = this.#options.dispatcher;
     if (dispatcher) {
-      for (const obj of diff.deleted) dispatcher.dispatch({ type: "delete", obj });
+      for (const obj of diff.deleted) {
+        // Missing from the new list: gone, unless it is known to have left the selector.
+        if (!this.#options.isDeparture?.(obj as T)) dispatcher.dispatch({ type: "delete", obj });
+      }
       for (const { previous, current } of diff.updated) {
         dispatcher.dispatch({ type: "update", old: previous, obj: current });
       }
@@ -130,6 +140,10 @@ export class Reflector<T extends KubeObject> {
     const dispatcher = this.#options.dispatcher;
     if (type === "Delete") {
       const previous = this.store.delete(key);
+      if (this.#options.isDeparture?.((previous ?? object) as T)) {
+        this.#options.onChange?.(key, resourceVersion);
+        return;
+      }
       // The stored state went through the transform; the event's object did not.
       dispatcher?.dispatch({
         type: "delete",

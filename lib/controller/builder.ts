@@ -11,7 +11,12 @@
 
 import type { KubeObject, ResourceType } from "../api/resource.ts";
 import type { Cache } from "../cache/cache.ts";
-import { Controller, type ControllerOptions, type WatchedKind } from "./controller.ts";
+import {
+  Controller,
+  type ControllerOptions,
+  type ReconcileAdmission,
+  type WatchedKind,
+} from "./controller.ts";
 import { type Logger } from "../util/logging.ts";
 import { type ReconcileFunc, type Reconciler } from "../reconcile/reconcile.ts";
 import { type Runnable } from "../util/runnable.ts";
@@ -35,6 +40,29 @@ export interface ControllerHost {
   add(runnable: Runnable): void;
   /** Options every controller of this host starts from (metrics hooks, …). */
   controllerDefaults?(): ControllerOptions;
+  /** Sharding, when the host shards (a Manager with `sharding`); what `sharded()` needs. */
+  sharding?(): ShardingHost | undefined;
+}
+
+/**
+ * What a sharded controller needs from its host: its kinds cached by shard, the gate its
+ * requests pass, and a place to run while this replica holds its shard.
+ */
+export interface ShardingHost {
+  /**
+   * Shards `forType` and has each of `owns` follow its controlling owner; called before the
+   * controller's sources are made. Returns the gate of the controller's requests.
+   */
+  shardKinds(
+    forType: ResourceType<KubeObject>,
+    owns: readonly ResourceType<KubeObject>[],
+  ): ReconcileAdmission;
+  /**
+   * Runs `controller` on every replica, while it holds its shard Lease. The builder then still
+   * calls the host's `add` (so that whoever records a host's runnables sees it); a host whose
+   * sharding runs the controller leaves it out of its own runnables.
+   */
+  addShardedController(controller: Runnable): void;
 }
 
 /** Names taken per host: controller names must be unique, as in controller-runtime. */
@@ -96,6 +124,7 @@ export class ControllerBuilder {
   #options: ControllerOptions = {};
   #name: string | undefined;
   #logConstructor: ((request?: Request) => Logger) | undefined;
+  #sharded = false;
 
   /** Use {@linkcode newControllerManagedBy}. */
   constructor(host: ControllerHost) {
@@ -167,6 +196,17 @@ export class ControllerBuilder {
     return this;
   }
 
+  /**
+   * Shards the controller across the manager's replicas (the manager needs `sharding`): each
+   * replica reconciles only the `for` objects of its shard, and every `owns` kind follows its
+   * controlling owner to the same shard. The controller runs on every replica that holds its
+   * shard, not only on the leader.
+   */
+  sharded(): this {
+    this.#sharded = true;
+    return this;
+  }
+
   /** Makes the logger of each reconcile. */
   withLogConstructor(logConstructor: (request?: Request) => Logger): this {
     this.#logConstructor = logConstructor;
@@ -188,10 +228,12 @@ export class ControllerBuilder {
         `a controller named ${name} already exists; give each controller a unique name with named()`,
       );
     }
+    const sharding = this.#sharded ? this.#shardingHost(name) : undefined;
     const cache = this.#host.getCache();
     const controller = new Controller(name, reconciler, {
       ...this.#host.controllerDefaults?.(),
       ...this.#options,
+      ...(sharding ? { admission: sharding.admission, needLeaderElection: false } : {}),
       logConstructor: this.#logConstructor ?? this.#options.logConstructor,
       logProperties: this.#for
         ? { controllerGroup: this.#for.type.group, controllerKind: this.#for.type.kind }
@@ -206,8 +248,20 @@ export class ControllerBuilder {
     for (const source of this.#rawSources) controller.watch(source);
     taken.add(name);
     takenNames.set(this.#host, taken);
+    sharding?.host.addShardedController(controller);
     this.#host.add(controller);
     return controller;
+  }
+
+  /** The host's sharding with this controller's kinds registered, for `sharded()`. */
+  #shardingHost(name: string): { host: ShardingHost; admission: ReconcileAdmission } {
+    const host = this.#host.sharding?.();
+    if (!host) {
+      throw new Error(`controller ${name}: sharded() needs a manager with the sharding option`);
+    }
+    if (!this.#for) throw new Error(`controller ${name}: sharded() needs for()`);
+    const admission = host.shardKinds(this.#for.type, this.#owns.map((watch) => watch.type));
+    return { host, admission };
   }
 
   /** Builds the controller and registers it with the host, like controller-runtime's `Complete`. */

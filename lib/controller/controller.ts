@@ -95,6 +95,23 @@ export interface ControllerOptions {
   logProperties?: Record<string, unknown>;
   /** Clock of the work queue and its rate limiters (tests). */
   clock?: Clock;
+  /**
+   * Decides, as each request leaves the queue, whether it is reconciled here (sharding: only
+   * the objects of this replica's shard that are not moving away); told when each admitted
+   * reconcile ends. Default: every request is.
+   */
+  admission?: ReconcileAdmission;
+}
+
+/**
+ * The gate a sharded controller's requests pass as they leave the queue. A request it refuses
+ * is dropped (forgotten, not requeued); `finished` follows every admitted request.
+ */
+export interface ReconcileAdmission {
+  /** Whether to reconcile `request` here, now. */
+  admit(request: Request): boolean | Promise<boolean>;
+  /** The admitted reconcile of `request` ended (whatever its result). */
+  finished(request: Request): void;
 }
 
 const DEFAULT_CACHE_SYNC_TIMEOUT_MS = 2 * 60 * 1000;
@@ -169,6 +186,11 @@ export class Controller implements Runnable {
     options.metrics?.registerQueue?.(name, this.queue);
   }
 
+  /** Whether the controller is sharded: its requests pass a shard's admission. */
+  get sharded(): boolean {
+    return this.#options.admission !== undefined;
+  }
+
   /** Whether the controller runs only on the elected leader. */
   needLeaderElection(): boolean {
     return this.#options.needLeaderElection ?? true;
@@ -237,14 +259,38 @@ export class Controller implements Runnable {
       const next = await this.queue.get();
       if (next.shutdown) return;
       const request = next.item;
+      if (!(await this.#admitted(request, next.priority))) continue;
       this.#options.metrics?.activeWorkers?.(this.name, ++this.#active);
       try {
         await this.#reconcileOne(request, next.priority, signal);
       } finally {
         this.#options.metrics?.activeWorkers?.(this.name, --this.#active);
+        this.#options.admission?.finished(request);
         this.queue.done(request);
       }
     }
+  }
+
+  /**
+   * Whether the admission (if any) lets `request` be reconciled. A refused request leaves the
+   * queue; one the admission failed to decide on is retried later.
+   */
+  async #admitted(request: Request, priority: number): Promise<boolean> {
+    const admission = this.#options.admission;
+    if (!admission) return true;
+    try {
+      if (await admission.admit(request)) return true;
+      this.queue.forget(request);
+    } catch (err) {
+      this.#log.error("Admission of {namespace}/{name} failed: {error}", {
+        namespace: request.namespace ?? "",
+        name: request.name,
+        error: err,
+      });
+      this.queue.addRateLimited(request, { priority });
+    }
+    this.queue.done(request);
+    return false;
   }
 
   /** Reconciles once; a requeue keeps the priority the request came out with. */

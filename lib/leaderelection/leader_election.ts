@@ -81,6 +81,11 @@ export interface LeaderElectionOptions {
   retryPeriod?: number;
   /** Empty the Lease's holder when `run`'s signal aborts while leading. Default `false`. */
   releaseOnCancel?: boolean;
+  /**
+   * Labels the Lease carries, written whenever this elector creates, takes or renews it (the
+   * shard Leases of a sharding ring are found by a label); default none.
+   */
+  labels?: Record<string, string>;
   /** The clock for timers and expiry; default {@linkcode realClock}. */
   clock?: Clock;
   /**
@@ -247,6 +252,7 @@ export class LeaderElector implements Runnable {
   readonly #clock: Clock;
   readonly #onNewLeader?: (identity: string) => void;
   readonly #metrics?: LeaderElectionMetrics;
+  readonly #labels?: Record<string, string>;
 
   /** The Lease as last read or written: its resourceVersion guards the next write. */
   #lease: Lease | undefined;
@@ -323,6 +329,7 @@ export class LeaderElector implements Runnable {
     this.#clock = options.clock ?? realClock;
     this.#onNewLeader = options.onNewLeader;
     this.#metrics = options.metrics;
+    this.#labels = options.labels;
     this.#elected = new Promise<void>((resolve, reject) => {
       this.#resolveElected = resolve;
       this.#rejectElected = reject;
@@ -493,6 +500,7 @@ export class LeaderElector implements Runnable {
     const now = this.#microTime();
     const next: Lease = {
       ...current,
+      metadata: this.#labelled(current.metadata),
       spec: {
         ...spec,
         holderIdentity: this.identity,
@@ -657,6 +665,7 @@ export class LeaderElector implements Runnable {
   #renewed(lease: Lease): Lease {
     return {
       ...lease,
+      metadata: this.#labelled(lease.metadata),
       spec: {
         ...lease.spec,
         holderIdentity: this.identity,
@@ -729,6 +738,12 @@ export class LeaderElector implements Runnable {
     }
   }
 
+  /** `metadata` with the elector's labels added. */
+  #labelled(metadata: Lease["metadata"]): Lease["metadata"] {
+    if (!this.#labels) return metadata;
+    return { ...metadata, labels: { ...metadata?.labels, ...this.#labels } };
+  }
+
   #stopLeading(): void {
     if (!this.#leading) return;
     this.#leading = false;
@@ -772,7 +787,7 @@ export class LeaderElector implements Runnable {
     const lease: Lease = {
       apiVersion: "coordination.k8s.io/v1",
       kind: "Lease",
-      metadata: { namespace: this.#key.namespace, name: this.#key.name },
+      metadata: this.#labelled({ namespace: this.#key.namespace, name: this.#key.name }),
       spec: {
         holderIdentity: this.identity,
         leaseDurationSeconds: this.#leaseDurationSeconds,

@@ -20,7 +20,7 @@ import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { getLogger } from "@logtape/logtape";
 import { RESTMapper } from "../api/discovery.ts";
-import { type Cache, type CacheOptions, newCache } from "../cache/cache.ts";
+import { type ByObject, type Cache, type CacheOptions, newCache } from "../cache/cache.ts";
 import {
   type CachedClient,
   type CachedClientOptions,
@@ -48,6 +48,8 @@ import { HTTPServer } from "../server/http_server.ts";
 import { type GroupName, isCache, Runnables } from "./runnable_group.ts";
 import { listenForSignals, signalHandler } from "./signals.ts";
 import type { WebhookHost } from "../webhook/builder.ts";
+import { Sharding } from "../sharding/sharding.ts";
+import { resolveShardingOptions, type ShardingOptions } from "../sharding/options.ts";
 import { CertificateRotator, type CertificateRotatorOptions } from "../webhook/rotation.ts";
 import { WebhookServer, type WebhookServerOptions } from "../webhook/server.ts";
 
@@ -119,6 +121,11 @@ export interface ManagerOptions {
   webhookCertificates?: Omit<CertificateRotatorOptions, "client" | "certDir" | "isLeader">;
   /** The registry metrics are served from; default the global `registry`. */
   metricsRegistry?: Registry;
+  /**
+   * Shard the controllers built with `.sharded()` across this manager's replicas: each replica
+   * holds a shard Lease and caches and reconciles only its shard's objects. Default: off.
+   */
+  sharding?: ShardingOptions;
 }
 
 /**
@@ -259,6 +266,7 @@ export class Manager implements ControllerHost, WebhookHost {
   #webhookServer: WebhookServer | undefined;
   #rotator: CertificateRotator | undefined;
   #elector: LeaderElector | undefined;
+  readonly #sharding: Sharding | undefined;
 
   /** Creates a manager; nothing runs until {@linkcode Manager.start}. */
   constructor(options: ManagerOptions = {}) {
@@ -276,7 +284,9 @@ export class Manager implements ControllerHost, WebhookHost {
     this.#rest = new RestClient(this.#config, { onRequest: restClientMetrics(this.#registry) });
     const mapper = new RESTMapper(this.#rest);
     this.#apiReader = newClient(this.#config, { rest: this.#rest, mapper });
-    this.#cache = newCache(this.#config, { ...options.cache, rest: this.#rest, mapper });
+    // A list of our own: sharding adds its selectors to it as sharded controllers are built.
+    const byObject = [...(options.cache?.byObject ?? [])];
+    this.#cache = newCache(this.#config, { ...options.cache, byObject, rest: this.#rest, mapper });
     this.#client = newCachedClient(this.#cache, this.#apiReader, options.client);
     this.#elected.promise.catch(() => {});
     this.#readyz.add("informers", informersReady(() => this.#cache.health()));
@@ -289,6 +299,11 @@ export class Manager implements ControllerHost, WebhookHost {
         await Promise.all([...this.#recorders.values()].map((r) => r.flush().catch(() => {})));
       },
     });
+    if (options.sharding) {
+      this.#sharding = this.#newSharding(options.sharding, byObject);
+      this.#addOwn(this.#sharding);
+      this.#readyz.add("shard", this.#sharding.readyCheck());
+    }
     // First of the leader runnables: what becoming the leader means to the manager itself.
     this.#addOwn({ name: "leadership", start: () => this.#startLeading() });
   }
@@ -344,6 +359,11 @@ export class Manager implements ControllerHost, WebhookHost {
     return this.#webhookServer;
   }
 
+  /** The sharding of this manager's sharded controllers, with the `sharding` option. */
+  sharding(): Sharding | undefined {
+    return this.#sharding;
+  }
+
   /** Options every controller of this manager starts from: its metrics. */
   controllerDefaults(): ControllerOptions {
     return { metrics: controllerMetrics(this.#registry) };
@@ -389,6 +409,7 @@ export class Manager implements ControllerHost, WebhookHost {
 
   /** Adds one of the manager's own runnables: not through add(), which a subclass may override. */
   #addOwn(runnable: Runnable): void {
+    if (this.#sharding?.runs(runnable)) return; // a sharded controller: its shard runs it
     this.#runnables.add(runnable, groupOf(runnable));
   }
 
@@ -449,6 +470,10 @@ export class Manager implements ControllerHost, WebhookHost {
    * the leader elector.
    */
   async #addServingRunnables(): Promise<void> {
+    const shardWebhook = this.#options.sharding?.webhook;
+    if (this.#sharding && (shardWebhook ?? this.#webhookServer?.hasHandlers() ?? false)) {
+      this.#sharding.registerWebhook(this.getWebhookServer());
+    }
     this.#metricsServer = await this.#newMetricsServer();
     const probeAddress = this.#options.healthProbeBindAddress;
     if (probeAddress && probeAddress !== "0") {
@@ -490,6 +515,25 @@ export class Manager implements ControllerHost, WebhookHost {
       });
     });
     return Promise.resolve();
+  }
+
+  #newSharding(options: ShardingOptions, byObject: ByObject[]): Sharding {
+    const cacheOptions = this.#options.cache ?? {};
+    return new Sharding({
+      options: resolveShardingOptions(
+        options,
+        () => this.#options.leaderElectionNamespace ?? inClusterNamespace(),
+      ),
+      cache: this.#cache,
+      byObject,
+      cacheDefaults: {
+        labelSelector: cacheOptions.defaultLabelSelector,
+        namespaces: cacheOptions.defaultNamespaces,
+      },
+      rest: this.#rest,
+      client: this.#apiReader,
+      registry: this.#registry,
+    });
   }
 
   #newElector(): LeaderElector {

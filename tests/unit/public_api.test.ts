@@ -147,6 +147,7 @@ const LAYERS = [
   ["controller"],
   ["events", "controllerutil", "metrics", "healthz", "leaderelection"],
   ["webhook"],
+  ["sharding"],
   ["manager"],
   ["testing"],
 ];

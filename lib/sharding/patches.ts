@@ -1,0 +1,95 @@
+/**
+ * The JSON patches sharding writes. Each tests the labels it expects before it changes them, so
+ * a concurrent change (another sharder, the shard's acknowledgement, a user) makes the patch
+ * fail instead of being overwritten.
+ *
+ * @module
+ */
+
+import { escapePointerToken, type JsonPatchOperation } from "../client/json_patch.ts";
+
+/** A label's JSON pointer: `/metadata/labels/<key>` with `/` escaped. */
+export function labelPath(key: string): string {
+  return `/metadata/labels/${escapePointerToken(key)}`;
+}
+
+type Labels = Readonly<Record<string, string>> | undefined;
+
+/** Operations that make `labels` end with `key` set to `value`, checking what is there now. */
+function setLabel(labels: Labels, key: string, value: string): JsonPatchOperation[] {
+  if (!labels) return [{ op: "add", path: "/metadata/labels", value: { [key]: value } }];
+  const current = labels[key];
+  if (current === undefined) {
+    return [{ op: "add", path: labelPath(key), value }];
+  }
+  return [
+    { op: "test", path: labelPath(key), value: current },
+    { op: "replace", path: labelPath(key), value },
+  ];
+}
+
+/** Operations that remove `key` if `labels` has it, checking its value first. */
+function removeLabel(labels: Labels, key: string): JsonPatchOperation[] {
+  const current = labels?.[key];
+  if (current === undefined) return [];
+  return [
+    { op: "test", path: labelPath(key), value: current },
+    { op: "remove", path: labelPath(key) },
+  ];
+}
+
+/**
+ * Assigns an object to `shard` (clearing a drain mark): for an unassigned object, or a direct
+ * move off a dead shard. Fails if the labels changed since `labels` was read.
+ */
+export function assignPatch(
+  labels: Labels,
+  shardKey: string,
+  drainKey: string,
+  shard: string,
+): JsonPatchOperation[] {
+  return [...removeLabel(labels, drainKey), ...setLabel(labels, shardKey, shard)];
+}
+
+/** Marks an object of `shard` as draining. */
+export function drainPatch(
+  labels: Labels,
+  shardKey: string,
+  drainKey: string,
+  shard: string,
+): JsonPatchOperation[] {
+  return [
+    { op: "test", path: labelPath(shardKey), value: shard },
+    ...setLabel(labels, drainKey, "true"),
+  ];
+}
+
+/** Withdraws a drain mark (the ring moved the object back to its shard). */
+export function undrainPatch(
+  labels: Labels,
+  shardKey: string,
+  drainKey: string,
+  shard: string,
+): JsonPatchOperation[] {
+  return [
+    { op: "test", path: labelPath(shardKey), value: shard },
+    ...removeLabel(labels, drainKey),
+  ];
+}
+
+/**
+ * The shard's acknowledgement: removes its shard label and the drain mark (if any), only if
+ * the object is still assigned to `shard`.
+ */
+export function releasePatch(
+  labels: Labels,
+  shardKey: string,
+  drainKey: string,
+  shard: string,
+): JsonPatchOperation[] {
+  return [
+    { op: "test", path: labelPath(shardKey), value: shard },
+    { op: "remove", path: labelPath(shardKey) },
+    ...removeLabel(labels, drainKey),
+  ];
+}

@@ -1,0 +1,399 @@
+/**
+ * The sharder: one replica of the ring (elected with the `<ring>-sharder` Lease) assigns
+ * objects to shards.
+ *
+ * - It watches only the unassigned objects of the sharded kinds and their owned kinds (label
+ *   selector `!shard.rudder.dev/<ring>`, metadata only) and labels each: a sharded object with
+ *   its ring shard, an owned object with its owner's shard (or the ring shard of its owner's key
+ *   while the owner moves). Owned-kind objects without a sharded owner are left alone.
+ * - On every change of the ring it sweeps the assigned objects with paged metadata lists,
+ *   holding one page at a time: an object whose ring shard differs from its label is marked to
+ *   drain when its shard is alive (the shard hands it over, then it is assigned again), and
+ *   relabelled at once when its shard is gone. A drain mark on an object the ring gives back to
+ *   its shard is withdrawn. Owned objects of a gone shard go straight to their owner's new shard.
+ *
+ * @module
+ */
+
+import { getLogger } from "@logtape/logtape";
+import type { DeepReadonly } from "../api/readonly.ts";
+import { type KubeObject, resourcePath, type ResourceType } from "../api/resource.ts";
+import { Informer } from "../cache/informer.ts";
+import { objectKey } from "../cache/store.ts";
+import type { Client } from "../client/client.ts";
+import type { JsonPatchOperation } from "../client/json_patch.ts";
+import { jsonPatch } from "../client/patch.ts";
+import { isConflict, isInvalid, isNotFound } from "../kube/errors.ts";
+import type { RestClient } from "../kube/rest.ts";
+import { errorMessage } from "../util/logging.ts";
+import { WorkQueue } from "../workqueue/workqueue.ts";
+import {
+  controllingOwner,
+  drainLabel,
+  type ObjectReferenceForRing,
+  objectRingKey,
+  ringKey,
+  shardLabel,
+} from "./labels.ts";
+import type { RingMembers } from "./membership.ts";
+import type { ShardingMetrics } from "./metrics.ts";
+import { assignPatch, drainPatch, undrainPatch } from "./patches.ts";
+import type { HashRing } from "./ring.ts";
+
+const logger = getLogger(["rudder", "sharding", "sharder"]);
+
+const METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+const DEFAULT_PAGE_SIZE = 500;
+const ASSIGN_WORKERS = 4;
+
+/** A sharded kind and the kinds that follow it. */
+export interface ShardedKind {
+  /** The kind a sharded controller reconciles (`for`). */
+  type: ResourceType<KubeObject>;
+  /** The kinds it owns (`owns`): each object follows its controlling owner. */
+  owns: readonly ResourceType<KubeObject>[];
+}
+
+/** What to do with an assigned object in a sweep. */
+export type MoveDecision =
+  /** Nothing: it is where the ring says, or already draining towards it. */
+  | "none"
+  /** Mark it to drain: its shard is alive and must hand it over. */
+  | "drain"
+  /** Withdraw its drain mark: the ring gives it back to its shard. */
+  | "undrain"
+  /** Relabel it to its ring shard at once: its shard is gone. */
+  | "move";
+
+/**
+ * The sweep's decision for a sharded object labelled `current` (draining or not), whose ring
+ * shard is `target`, given which shards are alive.
+ *
+ * @example
+ * ```ts
+ * import { decideMove } from "@rudder/operator/sharding";
+ *
+ * const alive = (shard: string) => shard !== "dead-0";
+ * console.log(decideMove("a", false, "b", alive)); // drain
+ * console.log(decideMove("dead-0", false, "b", alive)); // move
+ * ```
+ */
+export function decideMove(
+  current: string,
+  draining: boolean,
+  target: string | undefined,
+  alive: (shard: string) => boolean,
+): MoveDecision {
+  if (target === undefined) return "none";
+  if (current === target) return draining ? "undrain" : "none";
+  if (!alive(current)) return "move";
+  return draining ? "none" : "drain";
+}
+
+/**
+ * The shard of an owned object: its owner's shard when the owner is assigned to a live shard and
+ * not draining; else the ring shard of the owner's key, where the owner is going.
+ */
+export function ownedTarget(
+  ownerKey: string,
+  ownerLabels: Readonly<Record<string, string>> | undefined,
+  ring: HashRing,
+  ringName: string,
+): string | undefined {
+  const ownerShard = ownerLabels?.[shardLabel(ringName)];
+  if (ownerShard && ring.has(ownerShard) && ownerLabels?.[drainLabel(ringName)] !== "true") {
+    return ownerShard;
+  }
+  return ring.shardFor(ownerKey);
+}
+
+/** Options of {@linkcode Sharder}. */
+export interface SharderOptions {
+  /** The ring's name. */
+  ring: string;
+  /** The sharded kinds. */
+  kinds: () => readonly ShardedKind[];
+  /** The ring's live members. */
+  members: RingMembers;
+  /** For the watches of unassigned objects and the sweep's paged lists. */
+  rest: RestClient;
+  /** An uncached client for the labels' patches and the owners' reads. */
+  client: Client;
+  /** Metric hooks. */
+  metrics?: Pick<ShardingMetrics, "moved">;
+  /** Objects per page in a sweep; default 500. */
+  pageSize?: number;
+}
+
+/** The kind of each item in the assignment queue, and where it is. */
+interface Unassigned {
+  kind: number;
+  key: string;
+}
+
+/** The sharder of one ring, while this replica is elected; see the module doc. */
+export class Sharder {
+  readonly #options: SharderOptions;
+  readonly #shardKey: string;
+  readonly #drainKey: string;
+  #sweeping: Promise<void> | undefined;
+  #sweepAgain = false;
+
+  /** A sharder; {@linkcode Sharder.run} runs it. */
+  constructor(options: SharderOptions) {
+    this.#options = options;
+    this.#shardKey = shardLabel(options.ring);
+    this.#drainKey = drainLabel(options.ring);
+  }
+
+  /** Assigns and moves objects until `signal` aborts. */
+  async run(signal: AbortSignal): Promise<void> {
+    const kinds = this.#options.kinds();
+    const forTypes = kinds.map((k) => k.type);
+    const watched = uniqueKinds(kinds);
+    const informers = watched.map((type) =>
+      new Informer<KubeObject>(this.#options.rest, type, {
+        labelSelector: `!${this.#shardKey}`,
+        metadataOnly: true,
+        resyncPeriod: 0,
+      })
+    );
+    const queue = new WorkQueue<Unassigned>({
+      name: `${this.#options.ring}-sharder`,
+      keyOf: (item) => `${item.kind}|${item.key}`,
+    });
+    signal.addEventListener("abort", () => queue.shutDown(), { once: true });
+    const enqueueAll = () => {
+      informers.forEach((informer, kind) => {
+        for (const obj of informer.store.list()) queue.add({ kind, key: objectKey(obj) });
+      });
+    };
+    informers.forEach((informer, kind) => {
+      const enqueue = (obj: DeepReadonly<KubeObject>) => queue.add({ kind, key: objectKey(obj) });
+      informer.addEventHandler({ onAdd: enqueue, onUpdate: (_old, obj) => enqueue(obj) });
+    });
+    const runs = informers.map((informer) => informer.run(signal));
+    const stopListening = this.#options.members.onChange(() => {
+      enqueueAll();
+      this.#requestSweep(signal, forTypes, kinds);
+    });
+    logger.info("Sharding ring {ring} as its sharder", { ring: this.#options.ring });
+    this.#requestSweep(signal, forTypes, kinds);
+    const workers = Array.from({ length: ASSIGN_WORKERS }, async () => {
+      for (;;) {
+        const next = await queue.get();
+        if (next.shutdown) return;
+        try {
+          const retry = await this.#assign(informers[next.item.kind], next.item.key, forTypes);
+          if (retry) queue.addRateLimited(next.item);
+          else queue.forget(next.item);
+        } catch (err) {
+          if (!signal.aborted) {
+            logger.warn("Assigning {key} failed, retrying: {error}", {
+              key: next.item.key,
+              error: errorMessage(err),
+            });
+            queue.addRateLimited(next.item);
+          }
+        } finally {
+          queue.done(next.item);
+        }
+      }
+    });
+    try {
+      await Promise.all([...workers, ...runs]);
+      await this.#sweeping?.catch(() => {});
+    } finally {
+      stopListening();
+    }
+  }
+
+  /** Labels one unassigned object; true to try again later (the ring is empty, a conflict). */
+  async #assign(
+    informer: Informer<KubeObject>,
+    key: string,
+    forTypes: readonly ResourceType<KubeObject>[],
+  ): Promise<boolean> {
+    const obj = informer.store.get(key);
+    if (!obj || obj.metadata?.labels?.[this.#shardKey] !== undefined) return false;
+    const ring = this.#options.members.ring;
+    if (ring.empty) return false; // every unassigned object is queued again when a shard joins
+    const type = informer.type;
+    const isSharded = forTypes.includes(type);
+    let target: string | undefined;
+    const owner = controllingOwner(obj, forTypes);
+    if (owner) {
+      target = await this.#ownerShard(owner, forTypes, ring);
+    } else if (isSharded) {
+      target = ring.shardFor(objectRingKey(obj, forTypes));
+    } else {
+      return false; // an object of an owned kind that no sharded object owns: not ours
+    }
+    if (!target) return false;
+    const ok = await this.#patch(
+      obj,
+      assignPatch(obj.metadata?.labels, this.#shardKey, this.#drainKey, target),
+    );
+    if (ok) {
+      logger.debug("Assigned {kind} {key} to {shard}", { kind: type.kind, key, shard: target });
+    }
+    return !ok;
+  }
+
+  /** The shard an object owned by `owner` goes to (its owner read from the API server). */
+  async #ownerShard(
+    owner: ObjectReferenceForRing,
+    forTypes: readonly ResourceType<KubeObject>[],
+    ring: HashRing,
+  ): Promise<string | undefined> {
+    const type = forTypes.find((t) => t.group === owner.group && t.kind === owner.kind)!;
+    let labels: Readonly<Record<string, string>> | undefined;
+    try {
+      const current = await this.#options.client.get(type, owner);
+      labels = current.metadata?.labels;
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+    return ownedTarget(ringKey(owner), labels, ring, this.#options.ring);
+  }
+
+  /** Patches `obj`; false when its labels changed under us (or it is gone). */
+  async #patch(obj: DeepReadonly<KubeObject>, ops: JsonPatchOperation[]): Promise<boolean> {
+    try {
+      await this.#options.client.patch(obj, jsonPatch(ops));
+      return true;
+    } catch (err) {
+      if (isNotFound(err)) return true; // gone: nothing left to do
+      if (isInvalid(err) || isConflict(err)) return false;
+      throw err;
+    }
+  }
+
+  /** Starts a sweep, or asks the running one to run once more when it ends. */
+  #requestSweep(
+    signal: AbortSignal,
+    forTypes: readonly ResourceType<KubeObject>[],
+    kinds: readonly ShardedKind[],
+  ): void {
+    if (this.#sweeping) {
+      this.#sweepAgain = true;
+      return;
+    }
+    this.#sweeping = (async () => {
+      do {
+        this.#sweepAgain = false;
+        try {
+          await this.#sweep(signal, forTypes, kinds);
+        } catch (err) {
+          if (signal.aborted) return;
+          logger.warn("Sweeping ring {ring} failed, retrying: {error}", {
+            ring: this.#options.ring,
+            error: errorMessage(err),
+          });
+          await new Promise((resolve) => setTimeout(resolve, 1_000));
+          this.#sweepAgain = true;
+        }
+      } while (this.#sweepAgain && !signal.aborted);
+    })().finally(() => {
+      this.#sweeping = undefined;
+    });
+  }
+
+  /** One pass over the assigned objects against the current ring. */
+  async #sweep(
+    signal: AbortSignal,
+    forTypes: readonly ResourceType<KubeObject>[],
+    kinds: readonly ShardedKind[],
+  ): Promise<void> {
+    const ring = this.#options.members.ring;
+    if (ring.empty) return;
+    const alive = (shard: string) => ring.has(shard);
+    let moved = 0;
+    for (const type of forTypes) {
+      for await (const obj of this.#listAssigned(type, signal)) {
+        const labels = obj.metadata?.labels;
+        const current = labels?.[this.#shardKey] ?? "";
+        const draining = labels?.[this.#drainKey] === "true";
+        const target = ring.shardFor(objectRingKey(obj, forTypes));
+        const decision = decideMove(current, draining, target, alive);
+        if (decision === "none") continue;
+        const ops = decision === "drain"
+          ? drainPatch(labels, this.#shardKey, this.#drainKey, current)
+          : decision === "undrain"
+          ? undrainPatch(labels, this.#shardKey, this.#drainKey, current)
+          : assignPatch(labels, this.#shardKey, this.#drainKey, target!);
+        if (!(await this.#patch(obj, ops))) continue; // changed: the next sweep sees it
+        if (decision !== "undrain") {
+          moved++;
+          this.#options.metrics?.moved(this.#options.ring, type.kind);
+        }
+        logger.debug("{decision} {kind} {namespace}/{name}: {current} → {target}", {
+          decision,
+          kind: type.kind,
+          namespace: obj.metadata?.namespace ?? "",
+          name: obj.metadata?.name ?? "",
+          current,
+          target,
+        });
+      }
+    }
+    // Children of a gone shard: straight to where their owner goes.
+    for (const type of uniqueKinds(kinds).filter((t) => !forTypes.includes(t))) {
+      for await (const obj of this.#listAssigned(type, signal)) {
+        const current = obj.metadata?.labels?.[this.#shardKey] ?? "";
+        if (alive(current)) continue;
+        const owner = controllingOwner(obj, forTypes);
+        if (!owner) continue;
+        const target = await this.#ownerShard(owner, forTypes, ring);
+        if (!target) continue;
+        await this.#patch(
+          obj,
+          assignPatch(obj.metadata?.labels, this.#shardKey, this.#drainKey, target),
+        );
+      }
+    }
+    logger.info("Swept ring {ring} of {count} shards ({members}): {moved} objects moved", {
+      ring: this.#options.ring,
+      count: ring.members.length,
+      members: ring.members.join(", "),
+      moved,
+    });
+  }
+
+  /** The assigned objects of `type`, page by page (metadata only). */
+  async *#listAssigned(
+    type: ResourceType<KubeObject>,
+    signal: AbortSignal,
+  ): AsyncGenerator<KubeObject> {
+    let token: string | undefined;
+    do {
+      const page = await this.#options.rest.request<
+        { metadata?: { continue?: string }; items?: KubeObject[] }
+      >({
+        path: resourcePath(type),
+        accept: METADATA_LIST_ACCEPT,
+        query: {
+          labelSelector: this.#shardKey,
+          limit: this.#options.pageSize ?? DEFAULT_PAGE_SIZE,
+          ...(token ? { continue: token } : {}),
+        },
+        signal,
+      });
+      for (const item of page.items ?? []) {
+        yield { ...item, apiVersion: type.apiVersion, kind: type.kind };
+      }
+      token = page.metadata?.continue || undefined;
+    } while (token && !signal.aborted);
+  }
+}
+
+/** Every kind the sharder watches: the sharded ones and their owned ones, each once. */
+function uniqueKinds(kinds: readonly ShardedKind[]): ResourceType<KubeObject>[] {
+  const all: ResourceType<KubeObject>[] = [];
+  for (const kind of kinds) {
+    for (const type of [kind.type, ...kind.owns]) {
+      if (!all.some((t) => t.group === type.group && t.kind === type.kind)) all.push(type);
+    }
+  }
+  return all;
+}
