@@ -27,14 +27,12 @@
  * @module
  */
 
+import { shardWebhook, shardWebhookPath } from "../lib/sharding/webhook.ts";
 import type { DiscoveredKind, DiscoveredWebhook, Discovery } from "./discover.ts";
 import type { PolicyRule, ShardingSettings } from "./project.ts";
 
 /** Replicas of a sharded operator's Deployment when `rudder.json` does not say. */
 export const DEFAULT_SHARD_REPLICAS = 3;
-
-/** The label prefix that assigns an object to a shard: `shard.rudder.dev/<ring>`. */
-const SHARD_LABEL_PREFIX = "shard.rudder.dev/";
 
 /**
  * The Lease verbs of a shard member, in the operator's namespace: it creates, renews and
@@ -86,16 +84,6 @@ const RBAC_GROUP = "rbac.authorization.k8s.io";
 const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 const kindKey = (kind: DiscoveredKind) => `${kind.group}/${kind.plural}`;
 
-/** The mutating webhook path of a ring, as the Manager serves it. */
-export function shardWebhookPath(ring: string): string {
-  return `/shard-${ring}`;
-}
-
-/** The label that assigns an object of `ring` to a shard. */
-export function shardLabel(ring: string): string {
-  return `${SHARD_LABEL_PREFIX}${ring}`;
-}
-
 /**
  * The sharding plan of a project: undefined when it neither declares a ring nor shards a
  * controller. Throws when the two disagree, naming the fix: a ring without a sharded
@@ -141,57 +129,54 @@ export function shardingPlan(
 }
 
 /**
- * `discovery` with the ring's mutating webhooks added (CREATE of every sharded and owned kind on
- * `/shard-<ring>`) when the plan labels on create, so the webhook part of the manifests writes
- * them with the operator's other webhooks, its Service and its certificate.
+ * `discovery` with a stand-in for the ring's mutating webhook (CREATE of the first sharded kind
+ * on `/shard-<ring>`) when the plan labels on create, so that the webhook part of the manifests
+ * writes the mutating configuration, the Service and the certificate as for the operator's own
+ * webhooks; {@linkcode finishShardWebhooks} then puts the real entry in its place.
  */
 export function withShardWebhooks(discovery: Discovery, plan: ShardingPlan): Discovery {
   if (!plan.webhook) return discovery;
-  const path = shardWebhookPath(plan.ring);
-  const hooks = [...plan.sharded, ...plan.owned].map((kind): DiscoveredWebhook => ({
-    ...kind,
+  const standIn: DiscoveredWebhook = {
+    ...plan.sharded[0],
     type: "mutating",
-    path,
+    path: shardWebhookPath(plan.ring),
     operations: ["CREATE"],
-  }));
+  };
   return {
     ...discovery,
     webhooks: true,
-    admissionWebhooks: [...discovery.admissionWebhooks ?? [], ...hooks],
+    admissionWebhooks: [...discovery.admissionWebhooks ?? [], standIn],
   };
 }
 
 interface WebhookEntry {
-  name: string;
-  clientConfig: { service?: { path?: string } };
-  rules?: { apiGroups?: string[]; resources?: string[] }[];
-  [field: string]: unknown;
+  clientConfig: { service?: { name: string; namespace: string; path?: string } };
 }
 
 /**
- * Turns the ring's entries of the mutating webhook configuration in `files` (written from
- * {@linkcode withShardWebhooks}) into what the contract asks: each named after the ring and
- * kind, for objects without the shard label only, and ignored when the operator cannot answer
- * (the sweep labels those objects instead).
+ * Replaces the stand-in of {@linkcode withShardWebhooks} in the mutating webhook configuration
+ * of `files` with the ring's webhook: CREATE of every sharded and owned kind, for objects
+ * without the shard label only, ignored when the operator cannot answer (the sharder's sweep
+ * labels those objects instead), answered in at most 5 s.
  */
 export function finishShardWebhooks(files: Map<string, unknown>, plan: ShardingPlan): void {
   const path = shardWebhookPath(plan.ring);
   const configuration = files.get("webhook/mutating_webhook_configuration.yaml") as
     | { webhooks?: WebhookEntry[] }
     | undefined;
-  for (const webhook of configuration?.webhooks ?? []) {
-    if (webhook.clientConfig.service?.path !== path) continue;
-    const rule = webhook.rules?.[0];
-    webhook.name = `shard-${plan.ring}.${rule?.resources?.[0]}.${
-      rule?.apiGroups?.[0] || "core.k8s.io"
-    }`;
-    webhook.failurePolicy = "Ignore";
-    // A create waits for its label no longer than this; the sweep labels what timed out.
-    webhook.timeoutSeconds = 5;
-    webhook.objectSelector = {
-      matchExpressions: [{ key: shardLabel(plan.ring), operator: "DoesNotExist" }],
-    };
-  }
+  const webhooks = configuration?.webhooks ?? [];
+  const standIn = webhooks.findIndex((webhook) => webhook.clientConfig.service?.path === path);
+  if (standIn < 0) return;
+  const { service } = webhooks[standIn].clientConfig;
+  webhooks.splice(
+    standIn,
+    1,
+    shardWebhook({
+      ring: plan.ring,
+      kinds: [...plan.sharded, ...plan.owned],
+      clientConfig: { service: { name: service!.name, namespace: service!.namespace, path } },
+    }) as WebhookEntry,
+  );
 }
 
 /** The ClusterRole rules of the sharded and owned kinds: read them and patch their labels. */

@@ -8,10 +8,20 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse } from "yaml";
-import type { DiscoveredController, DiscoveredWatch, Discovery } from "../../cli/discover.ts";
+import {
+  discoverControllers,
+  type DiscoveredController,
+  type DiscoveredWatch,
+  type Discovery,
+} from "../../cli/discover.ts";
 import { generateManifests, type ManifestSettings } from "../../cli/manifests.ts";
 import { loadProject } from "../../cli/project.ts";
 import { SHARD_LEASE_RULES, shardingPlan } from "../../cli/sharding_manifests.ts";
+import { z } from "../../lib/api/zod.ts";
+import { defineResource } from "../../lib/api/resource.ts";
+import { ConfigMap, Secret } from "../../lib/api/builtins.ts";
+import { newControllerManagedBy } from "../../lib/controller/builder.ts";
+import { enqueueRequestForObject } from "../../lib/handler/handler.ts";
 
 const T = { timeout: 10_000 };
 
@@ -218,7 +228,7 @@ describe("rudder manifests for a sharded operator with webhooks", () => {
   const object = objects(files);
 
   it(
-    "labels sharded and owned objects on CREATE through /shard-<ring>, unlabelled ones only, ignoring failures",
+    "labels sharded and owned objects on CREATE, unlabelled ones only, ignoring failures",
     T,
     () => {
       const configuration = object("webhook/mutating_webhook_configuration.yaml");
@@ -227,42 +237,40 @@ describe("rudder manifests for a sharded operator with webhooks", () => {
       const shard = hooks.filter((hook) =>
         (hook.clientConfig as { service: { path: string } }).service.path === "/shard-shardlings"
       );
-      assert.deepEqual(
-        shard.map((hook) => hook.rules),
-        [
-          [{
-            apiGroups: ["example.com"],
-            apiVersions: ["v1"],
-            operations: ["CREATE"],
-            resources: ["shardlings"],
-            scope: "Namespaced",
-          }],
-          [{
-            apiGroups: [""],
-            apiVersions: ["v1"],
-            operations: ["CREATE"],
-            resources: ["configmaps"],
-            scope: "Namespaced",
-          }],
-        ],
-      );
-      for (const hook of shard) {
-        assert.equal(hook.failurePolicy, "Ignore");
-        assert.equal(hook.sideEffects, "None");
-        assert.deepEqual(hook.objectSelector, {
-          matchExpressions: [{ key: "shard.rudder.dev/shardlings", operator: "DoesNotExist" }],
-        });
-      }
-      // Names are unique in one configuration: the operator's own defaulting webhook keeps its.
-      const names = hooks.map((hook) => hook.name as string);
-      assert.equal(new Set(names).size, names.length);
-      assert.ok(names.includes("mshardling-v1.example.com"));
-      assert.deepEqual(shard.map((hook) => hook.name), [
-        "shard-shardlings.shardlings.example.com",
-        "shard-shardlings.configmaps.core.k8s.io",
+      assert.equal(shard.length, 1);
+      const [hook] = shard;
+      assert.deepEqual(hook.clientConfig, {
+        service: {
+          name: "shard-operator-webhook-service",
+          namespace: "shard-system",
+          path: "/shard-shardlings",
+        },
+      });
+      assert.deepEqual(hook.rules, [
+        {
+          apiGroups: ["example.com"],
+          apiVersions: ["v1"],
+          operations: ["CREATE"],
+          resources: ["shardlings"],
+          scope: "Namespaced",
+        },
+        {
+          apiGroups: [""],
+          apiVersions: ["v1"],
+          operations: ["CREATE"],
+          resources: ["configmaps"],
+          scope: "Namespaced",
+        },
       ]);
-      // The operator's own webhook is as it was.
-      const own = hooks.find((hook) => hook.name === "mshardling-v1.example.com")!;
+      assert.equal(hook.failurePolicy, "Ignore");
+      assert.equal(hook.sideEffects, "None");
+      assert.deepEqual(hook.objectSelector, {
+        matchExpressions: [{ key: "shard.rudder.dev/shardlings", operator: "DoesNotExist" }],
+      });
+      // Names are unique in one configuration, and the operator's own webhook is as it was.
+      const names = hooks.map((h) => h.name as string);
+      assert.equal(new Set(names).size, names.length);
+      const own = hooks.find((h) => h.name === "mshardling-v1.example.com")!;
       assert.equal(own.failurePolicy, "Fail");
       assert.equal(own.objectSelector, undefined);
     },
@@ -289,7 +297,12 @@ describe("rudder manifests for a sharded operator with webhooks", () => {
       });
       assert.ok(only.has("webhook/service.yaml"));
       const configuration = parse(only.get("webhook/mutating_webhook_configuration.yaml")!);
-      assert.equal(configuration.webhooks.length, 2);
+      assert.deepEqual(configuration.webhooks.map((hook: { name: string }) => hook.name), [
+        "shard-shardlings.sharding.rudder.dev",
+      ]);
+      const [container] = parse(only.get("manager/deployment.yaml")!).spec.template.spec
+        .containers;
+      assert.ok(container.env.some((e: { name: string }) => e.name === "ENABLE_WEBHOOKS"));
       const off = generateManifests(
         { ...settings, sharding: { ring: "shardlings", webhook: false } },
         withWebhooks,
@@ -300,6 +313,34 @@ describe("rudder manifests for a sharded operator with webhooks", () => {
       ]);
     },
   );
+});
+
+describe("discovery of a sharded controller", () => {
+  const Shardling = defineResource({
+    group: "example.com",
+    version: "v1",
+    kind: "Shardling",
+    scope: "Namespaced",
+    spec: z.object({ size: z.number().int().default(1) }),
+  });
+
+  it("marks controllers built with .sharded(), whether or not a ring is declared", T, async () => {
+    for (const ring of [undefined, "shardlings"]) {
+      const found = await discoverControllers((mgr) => {
+        newControllerManagedBy(mgr).for(Shardling).owns(ConfigMap).sharded().complete(() => {});
+        newControllerManagedBy(mgr).named("plain").watches(Secret, enqueueRequestForObject())
+          .complete(() => {});
+      }, { ring });
+      assert.deepEqual(found.map((c) => [c.name, c.sharded ?? false]), [
+        ["shardling", true],
+        ["plain", false],
+      ]);
+      assert.deepEqual(found[0].watched.map((w) => [w.kind, w.role]), [
+        ["Shardling", "for"],
+        ["ConfigMap", "owns"],
+      ]);
+    }
+  });
 });
 
 describe("rudder.json sharding", () => {

@@ -26,7 +26,7 @@ export function record(file: string | undefined, event: RecordEvent, req: Reques
 export function recording(inner: Reconciler, file: string | undefined): Reconciler {
   if (!file) return inner;
   return {
-    async reconcile(req: Request, ctx: ReconcileContext): Promise<Result> {
+    async reconcile(req: Request, ctx: ReconcileContext): Promise<Result | void> {
       record(file, "start", req);
       try {
         return await inner.reconcile(req, ctx);
