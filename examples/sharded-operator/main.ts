@@ -46,7 +46,8 @@ function millis(name: string): number | undefined {
 export function setup(mgr: Manager): void {
   mgr.addHealthzCheck("ping", () => {});
   setupShardlingController(mgr, {
-    shard: process.env.POD_NAME || hostname(),
+    // The name its manager's shard Lease has (POD_NAME, else the host name).
+    shard: mgr.sharding()?.shardName ?? hostname(),
     recordFile: process.env.RECORD_FILE || undefined,
   });
 }
