@@ -29,6 +29,7 @@ export {
   Controller,
   type ControllerMetrics,
   type ControllerOptions,
+  type ReconcileAdmission,
   type ScrapedQueue,
   type WatchedKind,
 } from "./controller.ts";
@@ -37,6 +38,7 @@ export {
   type ControllerHost,
   newControllerManagedBy,
   type OwnsOptions,
+  type ShardingHost,
   type WatchOptions,
 } from "./builder.ts";
 export {

@@ -6,6 +6,8 @@
  * @module
  */
 
+import type { ObjectMeta } from "../api/generated/meta_v1.ts";
+import type { DeepReadonly } from "../api/readonly.ts";
 import type { KubeObject, ResourceType } from "../api/resource.ts";
 import { parseApiVersion } from "../api/resource.ts";
 
@@ -97,14 +99,12 @@ export function ringKey(ref: ObjectReferenceForRing): string {
   return `${ref.group}/${ref.kind}/${ref.namespace}/${ref.name}`;
 }
 
-type Meta = Pick<KubeObject, "apiVersion" | "kind" | "metadata">;
-
 /**
  * The controlling owner of `obj` among `ownerKinds` (its ownerReference with `controller:
  * true`), as the key parts of the owner; `undefined` when it has none of those kinds.
  */
 export function controllingOwner(
-  obj: { readonly metadata?: Meta["metadata"] | Readonly<Meta["metadata"]> },
+  obj: { readonly metadata?: DeepReadonly<ObjectMeta> },
   ownerKinds?: readonly ResourceType<KubeObject>[],
 ): ObjectReferenceForRing | undefined {
   for (const ref of obj.metadata?.ownerReferences ?? []) {
@@ -142,7 +142,7 @@ export function objectRingKey(
   obj: {
     readonly apiVersion?: string;
     readonly kind?: string;
-    readonly metadata?: Meta["metadata"];
+    readonly metadata?: DeepReadonly<ObjectMeta>;
   },
   ownerKinds?: readonly ResourceType<KubeObject>[],
 ): string {

@@ -30,10 +30,13 @@ export function leaseExpiry(lease: DeepReadonly<Lease>): number | undefined {
  *
  * @example
  * ```ts
+ * import type { Lease } from "@rudder/operator/api";
  * import { liveShards } from "@rudder/operator/sharding";
  *
  * const now = Date.parse("2026-01-01T00:00:10Z");
- * const lease = (name: string, renewTime: string) => ({
+ * const lease = (name: string, renewTime: string): Lease => ({
+ *   apiVersion: "coordination.k8s.io/v1",
+ *   kind: "Lease",
  *   metadata: { name },
  *   spec: { holderIdentity: name, renewTime, leaseDurationSeconds: 15 },
  * });

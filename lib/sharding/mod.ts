@@ -55,5 +55,11 @@ export {
   Sharder,
   type SharderOptions,
 } from "./sharder.ts";
-export { shardAssigner, type ShardAssignerOptions, shardWebhookPath } from "./webhook.ts";
+export {
+  shardAssigner,
+  type ShardAssignerOptions,
+  shardWebhook,
+  type ShardWebhookOptions,
+  shardWebhookPath,
+} from "./webhook.ts";
 export { Sharding, type ShardingDeps } from "./sharding.ts";

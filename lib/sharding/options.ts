@@ -53,14 +53,8 @@ export interface ShardingOptions {
 }
 
 /** {@linkcode ShardingOptions} with every default applied. */
-export interface ResolvedShardingOptions {
-  ring: string;
-  shardName: string;
-  namespace: string;
-  leaseDuration: number;
-  renewDeadline: number;
-  retryPeriod: number;
-  virtualNodes: number;
+export interface ResolvedShardingOptions extends Required<Omit<ShardingOptions, "webhook">> {
+  /** Whether to serve the assigning webhook; `undefined`: when the manager serves webhooks. */
   webhook: boolean | undefined;
 }
 

@@ -138,6 +138,8 @@ export class Sharder {
   readonly #drainKey: string;
   #sweeping: Promise<void> | undefined;
   #sweepAgain = false;
+  /** Asks for a sweep against the current ring, while running. */
+  #resweep: () => void = () => {};
 
   /** A sharder; {@linkcode Sharder.run} runs it. */
   constructor(options: SharderOptions) {
@@ -178,7 +180,8 @@ export class Sharder {
       this.#requestSweep(signal, forTypes, kinds);
     });
     logger.info("Sharding ring {ring} as its sharder", { ring: this.#options.ring });
-    this.#requestSweep(signal, forTypes, kinds);
+    this.#resweep = () => this.#requestSweep(signal, forTypes, kinds);
+    this.#resweep();
     const workers = Array.from({ length: ASSIGN_WORKERS }, async () => {
       for (;;) {
         const next = await queue.get();
@@ -236,6 +239,8 @@ export class Sharder {
     );
     if (ok) {
       logger.debug("Assigned {kind} {key} to {shard}", { kind: type.kind, key, shard: target });
+      // The ring changed while we decided: a sweep that started meanwhile may have missed it.
+      if (this.#options.members.ring !== ring) this.#resweep();
     }
     return !ok;
   }

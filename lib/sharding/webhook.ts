@@ -76,8 +76,6 @@ export function shardAssigner(options: ShardAssignerOptions): AdmissionHandlerFu
   };
 }
 
-type MutatingWebhook = NonNullable<MutatingWebhookConfiguration["webhooks"]>[number];
-
 /** Options of {@linkcode shardWebhook}. */
 export interface ShardWebhookOptions {
   /** The ring's name. */
@@ -85,7 +83,7 @@ export interface ShardWebhookOptions {
   /** The sharded kinds and the kinds they own: CREATE of each is sent. */
   kinds: readonly Pick<ResourceType<KubeObject>, "group" | "version" | "plural" | "scope">[];
   /** Where the API server calls the webhook (a Service or a URL, with the CA bundle). */
-  clientConfig: MutatingWebhook["clientConfig"];
+  clientConfig: NonNullable<MutatingWebhookConfiguration["webhooks"]>[number]["clientConfig"];
   /** Seconds the API server waits; default 5 (a missed assignment is made by the sharder). */
   timeoutSeconds?: number;
 }
@@ -108,7 +106,9 @@ export interface ShardWebhookOptions {
  * console.log(webhook.clientConfig.service?.path); // /shard-example
  * ```
  */
-export function shardWebhook(options: ShardWebhookOptions): MutatingWebhook {
+export function shardWebhook(
+  options: ShardWebhookOptions,
+): NonNullable<MutatingWebhookConfiguration["webhooks"]>[number] {
   const path = shardWebhookPath(options.ring);
   const clientConfig = options.clientConfig.service
     ? { ...options.clientConfig, service: { ...options.clientConfig.service, path } }

@@ -17,6 +17,7 @@ import { Registry } from "../../lib/metrics/registry.ts";
 import type { Request } from "../../lib/reconcile/reconcile.ts";
 import { drainLabel, objectRingKey, shardLabel } from "../../lib/sharding/labels.ts";
 import { HashRing } from "../../lib/sharding/ring.ts";
+import { shardWebhook } from "../../lib/sharding/webhook.ts";
 import { Environment } from "../../lib/testing/envtest.ts";
 import { eventually } from "../support/eventually.ts";
 
@@ -32,11 +33,31 @@ const RING = "it";
 const NAMESPACE = "sharding-it";
 const LEASES = "sharding-leases";
 const COUNT = 40;
+/** Objects created while the second shard joins. */
+const LATE = 10;
+let total = COUNT;
 const TIMING = { leaseDuration: 3_000, renewDeadline: 2_000, retryPeriod: 500 };
 const SHARD = shardLabel(RING);
 const DRAIN = drainLabel(RING);
 
-const env = new Environment({ crds: [Shardee.crd()] });
+// shard-a serves the assigning webhook (two servers in one process cannot share the port).
+const env = new Environment({
+  crds: [Shardee.crd()],
+  webhookInstallOptions: {
+    mutatingWebhooks: [{
+      apiVersion: "admissionregistration.k8s.io/v1",
+      kind: "MutatingWebhookConfiguration",
+      metadata: { name: "sharding-it" },
+      webhooks: [
+        shardWebhook({
+          ring: RING,
+          kinds: [Shardee, ConfigMap],
+          clientConfig: { service: { namespace: "default", name: "unused" } },
+        }),
+      ],
+    }],
+  },
+});
 let config: KubeConfig;
 let client: Client;
 
@@ -59,13 +80,24 @@ interface Replica {
   running: Promise<unknown>;
 }
 
-function replica(name: string): Replica {
+function replica(name: string, webhook = false): Replica {
   const registry = new Registry();
+  const serving = env.webhookInstallOptions;
   const mgr = new Manager({
     config,
     metricsBindAddress: "0",
     metricsRegistry: registry,
-    sharding: { ring: RING, shardName: name, namespace: LEASES, ...TIMING },
+    sharding: { ring: RING, shardName: name, namespace: LEASES, webhook, ...TIMING },
+    ...(webhook
+      ? {
+        webhookServer: {
+          host: serving.localServingHost,
+          port: serving.localServingPort,
+          certDir: serving.localServingCertDir,
+          metricsRegistry: registry,
+        },
+      }
+      : {}),
   });
   newControllerManagedBy(mgr).for(Shardee).owns(ConfigMap).sharded()
     .withOptions({ maxConcurrentReconciles: 4 })
@@ -135,7 +167,7 @@ async function labelsOf(
 async function settledOn(ring: HashRing): Promise<boolean> {
   const parents = await labelsOf("parents");
   const children = await labelsOf("children");
-  if (parents.size !== COUNT || children.size !== COUNT) return false;
+  if (parents.size !== total || children.size !== total) return false;
   for (const [name, labels] of parents) {
     const want = ring.shardFor(
       objectRingKey({
@@ -193,16 +225,21 @@ after(async () => {
 
 describe("sharding with two managers in one process", () => {
   it("assigns, hands over on a join without overlap, and hands back on a graceful leave", async () => {
-    const a = replica("shard-a");
+    const a = replica("shard-a", true);
     let b: Replica | undefined;
     try {
+      await eventually(
+        "shard-a is in the ring",
+        () => a.mgr.sharding()?.members.ring.has("shard-a") ?? false,
+      );
       for (let i = 0; i < COUNT; i++) {
-        await client.create({
+        const created = await client.create({
           apiVersion: Shardee.apiVersion,
           kind: Shardee.kind,
           metadata: { namespace: NAMESPACE, name: `obj-${i}` },
           spec: { generation: 0 },
         });
+        assert.equal(created.metadata?.labels?.[SHARD], "shard-a", "born assigned by the webhook");
       }
       const ringA = new HashRing(["shard-a"]);
       await eventually("every object and child is on shard-a", () => settledOn(ringA), 60_000, 100);
@@ -219,40 +256,55 @@ describe("sharding with two managers in one process", () => {
 
       b = replica("shard-b");
       const ringAB = new HashRing(["shard-a", "shard-b"]);
-      const expectedMoves = [...Array(COUNT).keys()].filter((i) =>
+      const target = (i: number) =>
         ringAB.shardFor(
           objectRingKey({
             apiVersion: Shardee.apiVersion,
             kind: Shardee.kind,
             metadata: { namespace: NAMESPACE, name: `obj-${i}` },
           }),
-        ) === "shard-b"
-      ).length;
+        );
+      const expectedMoves = [...Array(COUNT).keys()].filter((i) => target(i) === "shard-b").length;
       assert.ok(expectedMoves > 0 && expectedMoves < COUNT, `${expectedMoves} objects move`);
+      // Objects created while the ring changes end up where the new ring says too.
+      for (let i = COUNT; i < COUNT + LATE; i++) {
+        await client.create({
+          apiVersion: Shardee.apiVersion,
+          kind: Shardee.kind,
+          metadata: { namespace: NAMESPACE, name: `obj-${i}` },
+          spec: { generation: 0 },
+        });
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      total = COUNT + LATE;
+      const onB = [...Array(total).keys()].filter((i) => target(i) === "shard-b").length;
       await eventually(
         "the objects are spread over both shards",
         () => settledOn(ringAB),
         60_000,
         100,
       );
-      assert.equal(await metric(a, "rudder_shard_drains_total"), expectedMoves);
+      const drains = await metric(a, "rudder_shard_drains_total");
+      assert.ok(
+        drains >= expectedMoves && drains <= expectedMoves + LATE,
+        `${drains} drains acknowledged, ${expectedMoves} of the first objects moved`,
+      );
       await eventually(
         "shard-b reconciled its objects",
         () =>
-          new Set(windows.filter((w) => w.replica === "shard-b").map((w) => w.key)).size ===
-            expectedMoves,
+          new Set(windows.filter((w) => w.replica === "shard-b").map((w) => w.key)).size === onB,
         30_000,
       );
 
       // Every object changes: each is reconciled by its own shard only.
       const before = windows.length;
-      for (let i = 0; i < COUNT; i++) {
+      for (let i = 0; i < total; i++) {
         const obj = await client.get(Shardee, { namespace: NAMESPACE, name: `obj-${i}` });
         await client.update({ ...obj, spec: { generation: 1 } });
       }
       await eventually(
         "every change was reconciled",
-        () => new Set(windows.slice(before).map((w) => w.key)).size === COUNT,
+        () => new Set(windows.slice(before).map((w) => w.key)).size === total,
         30_000,
       );
       for (const w of windows.slice(before)) {
