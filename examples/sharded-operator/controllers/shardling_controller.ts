@@ -70,7 +70,11 @@ export class ShardlingReconciler implements Reconciler {
 
     await createOrUpdate<ConfigMap>(
       this.#client,
-      { apiVersion: "v1", kind: "ConfigMap", metadata: { name: req.name, namespace: req.namespace } },
+      {
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name: req.name, namespace: req.namespace },
+      },
       (configMap) => {
         configMap.data = { ...instance.spec.data };
         setControllerReference(instance, configMap);
