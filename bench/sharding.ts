@@ -46,8 +46,12 @@ const ROOT = join(BENCH, "..");
 const RESULTS = join(BENCH, "results");
 const BUN = join(ROOT, "node_modules", "bun", "bin", "bun.exe");
 
-/** Shard Leases shorter than the defaults, so that a start or stop settles sooner. */
-const LEASE = { leaseDuration: 5_000, renewDeadline: 3_500, retryPeriod: 1_000 };
+/**
+ * The default shard Lease timings: a replica busy with 3,000 objects on a loaded machine missed
+ * renewals of 5 s Leases and stopped (as it must when it cannot renew), and graceful stops release
+ * their Lease at once anyway.
+ */
+const LEASE = { leaseDuration: 15_000, renewDeadline: 10_000, retryPeriod: 2_000 };
 /** How long a ring may take to settle after a change, 3,000 objects on a loaded machine. */
 const SETTLE_TIMEOUT_MS = 20 * 60_000;
 /** Resident-memory samples per replica, and the pause between them. */
@@ -126,16 +130,24 @@ async function installCRD(client: Client): Promise<void> {
   }
 }
 
-/** Waits until the objects are settled on `shards`; returns the seconds it took. */
+/**
+ * Waits until the objects are settled on `shards`; returns the seconds it took. Fails at once
+ * when one of `replicas` has exited, with the end of its output.
+ */
 async function settle(
   client: Client,
   namespace: string,
   shards: string[],
+  replicas: ShardReplicas,
   log: (message: string) => void,
 ): Promise<number> {
   const started = performance.now();
   let lastLog = started;
   for (;;) {
+    const gone = replicas.all.find((r) => shards.includes(r.name) && r.exitedAt !== undefined);
+    if (gone) {
+      throw new Error(`${gone.name} exited while settling: ${gone.output().slice(-3000)}`);
+    }
     const reason = await unsettled(client, namespace, shards);
     if (reason === undefined) return (performance.now() - started) / 1000;
     if (performance.now() - started > SETTLE_TIMEOUT_MS) {
@@ -213,7 +225,7 @@ export async function runShardingBench(
     const solo = async (name: string, phase: string) => {
       const replica = replicas.start(name);
       await serving(replica);
-      settleSeconds[phase] = await settle(client, namespace, [name], log);
+      settleSeconds[phase] = await settle(client, namespace, [name], replicas, log);
       await sleep(options.idleSettleMs);
       const result = await figures(replica);
       await replicas.stop(replica, "SIGTERM");
@@ -225,7 +237,7 @@ export async function runShardingBench(
     const names = Array.from({ length: options.replicas }, (_, i) => `shard-${i + 1}`);
     const shards = names.map((name) => replicas.start(name));
     await Promise.all(shards.map(serving));
-    settleSeconds.shards = await settle(client, namespace, names, log);
+    settleSeconds.shards = await settle(client, namespace, names, replicas, log);
     await sleep(options.idleSettleMs);
     const shardFigures: ReplicaFigures[] = [];
     for (const shard of shards) shardFigures.push(await figures(shard));
@@ -236,7 +248,7 @@ export async function runShardingBench(
     const before = await assignments(client, namespace);
     const joining = replicas.start(`shard-${options.replicas + 1}`);
     await serving(joining);
-    settleSeconds.join = await settle(client, namespace, [...names, joining.name], log);
+    settleSeconds.join = await settle(client, namespace, [...names, joining.name], replicas, log);
     const after = await assignments(client, namespace);
     const moved = [...before].filter(([name, shard]) => after.get(name) !== shard).length;
     const movedFraction = moved / before.size;
