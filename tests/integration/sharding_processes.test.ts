@@ -165,7 +165,17 @@ function countBy(map: Map<string, string | undefined>): Map<string | undefined, 
   return counts;
 }
 
-const byName = (name: string) => replicas.running.find((r) => r.name === name)!;
+/** The running replica named `name`; fails naming how it ended when it is not running. */
+function byName(name: string): Replica {
+  const running = replicas.running.find((r) => r.name === name);
+  if (running) return running;
+  const last = replicas.all.filter((r) => r.name === name).at(-1);
+  throw new Error(
+    last
+      ? `${name} is not running (it exited): ${last.output().slice(-2000)}`
+      : `${name} was never started`,
+  );
+}
 
 describe("sharding across replica processes", { timeout: 600_000 }, () => {
   it("assigns every object to the only replica, which reconciles each", {
