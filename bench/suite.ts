@@ -7,6 +7,7 @@
  *
  * Usage: deno run -A bench/suite.ts [--rounds 5] [--objects 10000] [--reconcile-objects 2000]
  *   [--latency-seconds 60] [--rate 200] [--measures sync,relist,reconcile,latency,startup]
+ *   (and `sharding`, not run by default: bench/sharding.ts, Rudder alone)
  *   [--only name,name] [--variants on|off] [--name <suffix>]
  *
  * @module
@@ -51,6 +52,7 @@ import {
   SEQ_ANNOTATION,
   TOKEN_ANNOTATION,
 } from "./contenders/measure.ts";
+import { runShardingBench, type ShardingBenchResult, shardingMarkdown } from "./sharding.ts";
 import {
   measureRelist,
   RELIST_SETTLE_MS,
@@ -1139,7 +1141,10 @@ function parseOptions() {
     if (!(n > 0)) throw new Error(`--${name} must be a positive number`);
     return n;
   };
-  const measures = values.measures.split(",").map((m) => m.trim()).flatMap((m) =>
+  const requested = values.measures.split(",").map((m) => m.trim());
+  // Sharding compares Rudder with itself (one replica against several), not with the peers.
+  const sharding = requested.includes("sharding");
+  const measures = requested.filter((m) => m !== "sharding").flatMap((m) =>
     m === "reconcile" ? ["reconcile-1", "reconcile-10"] : [m]
   ) as Measure[];
   for (const m of measures) if (!MEASURES.includes(m)) throw new Error(`unknown measure ${m}`);
@@ -1159,6 +1164,7 @@ function parseOptions() {
     rate: number("rate"),
     idleSettleMs: number("idle-settle-ms"),
     measures,
+    sharding,
     contenders: all,
     name: values.name,
   };
@@ -1189,6 +1195,8 @@ async function main(): Promise<number> {
   const date = new Date();
   const source = sourceState();
   const runs: RunRecord[] = [];
+  let sharding: ShardingBenchResult | undefined;
+  let shardingFailed = false;
   let relistProxy: RelistProxy | undefined;
   try {
     const config = await env.start();
@@ -1218,7 +1226,9 @@ async function main(): Promise<number> {
       const warm = await client.list(ConfigMap, { namespace: setting.syncNamespace });
       if (warm.items.length !== options.objects) throw new Error("the sync namespace is short");
     }
-    await fillNamespace(client, setting.reconcileNamespace, options.reconcileObjects);
+    if (options.measures.length > 0) {
+      await fillNamespace(client, setting.reconcileNamespace, options.reconcileObjects);
+    }
     await client.create({
       apiVersion: "v1",
       kind: "Namespace",
@@ -1270,6 +1280,19 @@ async function main(): Promise<number> {
         }
       }
     }
+    if (options.sharding && !interrupted) {
+      try {
+        sharding = await runShardingBench(env.kubeconfigPath, client, {
+          objects: 3000,
+          replicas: 3,
+          runtime: "deno",
+          idleSettleMs: options.idleSettleMs,
+        });
+      } catch (err) {
+        shardingFailed = true;
+        log(`sharding: FAILED ${err instanceof Error ? err.message : err}`);
+      }
+    }
   } finally {
     killChildren();
     await relistProxy?.close();
@@ -1286,7 +1309,8 @@ async function main(): Promise<number> {
   );
   const machine = machineInfo(source);
   const { contenders: _, name, ...shownOptions } = options;
-  const text = markdown(runs, ready, { date, machine, options: shownOptions, binarySizes });
+  const text = markdown(runs, ready, { date, machine, options: shownOptions, binarySizes }) +
+    (sharding ? `\n${shardingMarkdown(sharding)}` : "");
   mkdirSync(RESULTS, { recursive: true });
   const day = date.toISOString().slice(0, 10);
   const base = name ? `${day}-${name}` : day;
@@ -1312,6 +1336,7 @@ async function main(): Promise<number> {
         })),
         summaries: summaries(runs, ready),
         runs,
+        ...(sharding ? { sharding } : {}),
       },
       null,
       2,
@@ -1319,7 +1344,7 @@ async function main(): Promise<number> {
   );
   log(`wrote ${md} and ${base}.json`);
   console.log(readFileSync(md, "utf8"));
-  return runs.some((r) => !r.ok) ? 1 : 0;
+  return runs.some((r) => !r.ok) || shardingFailed ? 1 : 0;
 }
 
 if (import.meta.main) {

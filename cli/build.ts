@@ -83,7 +83,8 @@ const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
 
 /**
  * Environment variables the operator reads: `loadConfig` (`KUBECONFIG`, the in-cluster
- * `KUBERNETES_SERVICE_*`), those the generated Deployment sets for the generated `main.ts`, and
+ * `KUBERNETES_SERVICE_*`), those the generated Deployment sets for the generated `main.ts` (and,
+ * for a sharded operator, `POD_NAME` and `POD_NAMESPACE`: its shard and Lease namespace), and
  * the `yaml` package's debug switches (`LOG_TOKENS`, `LOG_STREAM`), read on every kubeconfig
  * parse. Deno throws on reading any variable not granted.
  */
@@ -96,6 +97,8 @@ export const OPERATOR_ENV = [
   "LOG_STREAM",
   "LOG_TOKENS",
   "METRICS_BIND_ADDRESS",
+  "POD_NAME",
+  "POD_NAMESPACE",
 ];
 
 /**

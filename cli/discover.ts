@@ -42,6 +42,8 @@ export interface DiscoveredWatch extends DiscoveredKind {
 export interface DiscoveredController {
   name: string;
   watched: DiscoveredWatch[];
+  /** True when built with `.sharded()`: its replicas split its `for` kind's objects. */
+  sharded?: boolean;
 }
 
 /** An admission webhook the operator registers. */
@@ -69,13 +71,21 @@ export interface Discovery {
   admissionWebhooks?: DiscoveredWebhook[];
 }
 
+/** The ring of the discovering manager when the project declares none. */
+const DISCOVERY_RING = "discovery";
+
 /** A manager that records the controllers registered with it and is never started. */
 class RecordingManager extends Manager {
   readonly runnables: Runnable[] = [];
 
-  constructor() {
-    // No config is loaded until the manager starts, which it never does.
-    super({ metricsBindAddress: "0" });
+  constructor(ring: string) {
+    // No config is loaded until the manager starts, which it never does. Sharding is on, so
+    // that `.sharded()` controllers register (whether the project declares a ring is checked
+    // by the manifests); its names are fixed, so nothing is read from the environment.
+    super({
+      metricsBindAddress: "0",
+      sharding: { ring, shardName: DISCOVERY_RING, namespace: DISCOVERY_RING },
+    });
   }
 
   override add(runnable: Runnable): void {
@@ -97,20 +107,22 @@ function toKind(type: WatchedKind["type"]): DiscoveredKind {
 /** Calls `setup` with a manager that is never started and returns the controllers it added. */
 export async function discoverControllers(
   setup: (mgr: Manager) => unknown,
+  options: { ring?: string } = {},
 ): Promise<DiscoveredController[]> {
-  return (await discoverSetup(setup)).controllers;
+  return (await discoverSetup(setup, options)).controllers;
 }
 
 /**
  * Calls `setup` with a manager that is never started and returns the controllers and the
- * webhooks it registered.
+ * webhooks it registered. The manager shards with `ring` (the project's, when it declares one).
  */
 export async function discoverSetup(
   setup: (mgr: Manager) => unknown,
+  options: { ring?: string } = {},
 ): Promise<
   { controllers: DiscoveredController[]; webhooks: boolean; admissionWebhooks: DiscoveredWebhook[] }
 > {
-  const mgr = new RecordingManager();
+  const mgr = new RecordingManager(options.ring ?? DISCOVERY_RING);
   await setup(mgr);
   const server = mgr.getWebhookServer();
   const admissionWebhooks = server.webhooks().map((webhook): DiscoveredWebhook => ({
@@ -121,11 +133,14 @@ export async function discoverSetup(
   })).sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   const controllers: DiscoveredController[] = [];
   for (const runnable of mgr.runnables) {
-    const candidate = runnable as Partial<{ name: string; watched: WatchedKind[] }>;
+    const candidate = runnable as Partial<
+      { name: string; watched: WatchedKind[]; sharded: boolean }
+    >;
     if (!Array.isArray(candidate.watched)) continue;
     controllers.push({
       name: String(candidate.name ?? ""),
       watched: candidate.watched.map(({ type, relation }) => ({ ...toKind(type), role: relation })),
+      ...(candidate.sharded ? { sharded: true } : {}),
     });
   }
   return { controllers, webhooks: server.hasHandlers(), admissionWebhooks };
@@ -161,7 +176,9 @@ export async function discoverModules(
     );
   }
   // setup first: the conversions it registers show in the CRDs (spec.conversion).
-  const registered = await discoverSetup(setup as (mgr: Manager) => unknown);
+  const registered = await discoverSetup(setup as (mgr: Manager) => unknown, {
+    ring: settings.sharding?.ring,
+  });
   const byName = new Map<string, { crd: CRDObject; from: string }>();
   for (const [module, exports] of Object.entries(apiModules)) {
     for (const { symbol, crd } of crdsOf(exports)) {

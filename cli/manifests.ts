@@ -14,6 +14,8 @@
  * - a ServiceAccount; a Namespace that enforces the `restricted` Pod Security Standard; a
  *   hardened Deployment; a webhook Service when the operator serves webhooks; and a
  *   `kustomization.yaml` over all of it;
+ * - for a sharded operator, its replicas, Lease Role, PodDisruptionBudget and shard webhooks
+ *   (`sharding_manifests.ts`).
  * - with metrics on, a Grafana dashboard (`grafana/`, see `dashboards.ts`): its JSON, and a
  *   ConfigMap with it for Grafana's sidecar.
  *
@@ -39,6 +41,16 @@ import { dashboardManifests } from "./dashboards.ts";
 import { type DiscoveredController, type Discovery, discoveryScript } from "./discover.ts";
 import { parseReference } from "./oci/reference.ts";
 import {
+  finishShardWebhooks,
+  shardedDeployment,
+  shardingClusterRules,
+  shardingManifests,
+  type ShardingNames,
+  type ShardingPlan,
+  shardingPlan,
+  withShardWebhooks,
+} from "./sharding_manifests.ts";
+import {
   CERT_MODES,
   type CertMode,
   type WebhookManifests,
@@ -59,7 +71,13 @@ import {
 /** What the manifests are made from besides the discovered code. */
 export type ManifestSettings = Pick<
   ProjectSettings,
-  "name" | "namespace" | "image" | "metricsBindAddress" | "healthProbeBindAddress" | "rbac"
+  | "name"
+  | "namespace"
+  | "image"
+  | "metricsBindAddress"
+  | "healthProbeBindAddress"
+  | "rbac"
+  | "sharding"
 >;
 
 /** The first line of every generated file. */
@@ -232,6 +250,8 @@ interface ManifestContext {
   metricsPort: number | undefined;
   /** The webhook part, when the operator serves webhooks. */
   webhooks: WebhookManifests | undefined;
+  /** The shard ring, when its replicas split its objects. */
+  sharding: ShardingPlan | undefined;
 }
 
 /** A manifest: its path under the output directory and its object. */
@@ -242,18 +262,20 @@ const RBAC_GROUP = "rbac.authorization.k8s.io";
 /**
  * Every file of the manifests, by path relative to the output directory: `crd/…`, `rbac/…`,
  * `manager/…`, `webhook/…` (only with webhooks), `grafana/…` (only with metrics) and
- * `kustomization.yaml`. `sharded` adds the shard ring's panels to the dashboard.
+ * `kustomization.yaml`. A sharded operator's dashboard also has the shard ring's panels.
  */
 export function generateManifests(
   settings: ManifestSettings,
   discovery: Discovery,
-  options: { certMode?: CertMode; sharded?: boolean } = {},
+  options: { certMode?: CertMode } = {},
 ): Map<string, string> {
   const selector = {
     "app.kubernetes.io/name": settings.name,
     "app.kubernetes.io/component": "controller-manager",
   };
   const labels = { ...selector, "app.kubernetes.io/managed-by": "rudder" };
+  const sharding = shardingPlan(settings.sharding, discovery);
+  const hooked = sharding ? withShardWebhooks(discovery, sharding) : discovery;
   const ctx: ManifestContext = {
     settings,
     discovery,
@@ -261,19 +283,27 @@ export function generateManifests(
     labels,
     serviceAccount: `${settings.name}-controller-manager`,
     metricsPort: portOf(settings.metricsBindAddress),
-    webhooks: discovery.webhooks
-      ? webhookManifests(settings, discovery, options.certMode ?? CERT_MODES[0], {
+    webhooks: hooked.webhooks
+      ? webhookManifests(settings, hooked, options.certMode ?? CERT_MODES[0], {
         selector,
         object: labels,
       })
       : undefined,
+    sharding,
+  };
+  if (sharding && ctx.webhooks) finishShardWebhooks(ctx.webhooks.files, sharding);
+  const names: ShardingNames = {
+    ...settings,
+    selector,
+    labels,
+    serviceAccount: ctx.serviceAccount,
   };
   const dashboards = ctx.metricsPort
     ? dashboardManifests({
       name: settings.name,
       namespace: settings.namespace,
       webhooks: ctx.webhooks !== undefined,
-      sharded: options.sharded ?? false,
+      sharded: sharding !== undefined,
     }, labels)
     : undefined;
   const manifests: Manifest[] = [
@@ -285,9 +315,12 @@ export function generateManifests(
     managerRoleBinding(ctx),
     leaderElectionRole(ctx),
     leaderElectionRoleBinding(ctx),
+    ...(sharding ? shardingManifests(names) : []),
     ...metricsRbacManifests(ctx),
     ...webhookCertificateRbacManifests(ctx),
-    deploymentManifest(ctx),
+    sharding
+      ? shardedDeployment(deploymentManifest(ctx), sharding, names)
+      : deploymentManifest(ctx),
     ...metricsServiceManifests(ctx),
     ...ctx.webhooks?.files ?? [],
     ...dashboards ? [dashboards.configMap] : [],
@@ -369,6 +402,7 @@ function managerRole(ctx: ManifestContext): Manifest {
   const rules = deriveRules(ctx.discovery.controllers, [
     ...ctx.settings.rbac,
     ...(ctx.webhooks?.clusterRules ?? []),
+    ...(ctx.sharding ? shardingClusterRules(ctx.sharding) : []),
   ]);
   return ["rbac/role.yaml", roleObject(ctx, "ClusterRole", "manager-role", rules)];
 }

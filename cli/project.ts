@@ -13,6 +13,7 @@
  *   "metricsBindAddress": ":8443",
  *   "healthProbeBindAddress": ":8081",
  *   "rbac": [{ "apiGroups": [""], "resources": ["secrets"], "verbs": ["get"] }],
+ *   "sharding": { "ring": "memcached", "replicas": 3 },
  *   "permissions": { "apiServers": [], "net": [], "read": [], "env": [] }
  * }
  * ```
@@ -65,6 +66,27 @@ const ruleSchema = z.strictObject({
   verbs: z.array(z.string()).min(1),
 });
 
+/** A sharded operator's ring (see cli/sharding_manifests.ts and the scaling-out guide). */
+export interface ShardingSettings {
+  /** The ring's name, as the Manager's `sharding.ring`: a DNS label of at most 40 characters. */
+  ring: string;
+  /** Replicas of the Deployment; default 3. */
+  replicas?: number;
+  /**
+   * Whether the operator's webhook server labels objects as they are created; default: when
+   * the operator serves webhooks, as the Manager decides.
+   */
+  webhook?: boolean;
+}
+
+const shardingSchema = z.strictObject({
+  ring: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$/, {
+    message: "must be a DNS label of at most 40 characters",
+  }),
+  replicas: z.number().int().min(1).optional(),
+  webhook: z.boolean().optional(),
+});
+
 const settingsSchema = z.strictObject({
   $schema: z.string().optional(),
   name: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, {
@@ -78,6 +100,7 @@ const settingsSchema = z.strictObject({
   metricsBindAddress: z.string().optional(),
   healthProbeBindAddress: z.string().optional(),
   rbac: z.array(ruleSchema).optional(),
+  sharding: shardingSchema.optional(),
   permissions: z.strictObject({
     apiServers: z.array(z.string()).optional(),
     net: z.array(z.string()).optional(),
@@ -122,6 +145,8 @@ export interface ProjectSettings {
   rbac: PolicyRule[];
   /** Deno permissions beyond those `rudder build` derives. */
   permissions: ExtraPermissions;
+  /** The shard ring its replicas share, when it runs sharded. */
+  sharding?: ShardingSettings;
 }
 
 /** The nearest directory from `start` upwards that holds `rudder.json`; else `start`. */
@@ -181,6 +206,7 @@ export function loadProject(dir: string): ProjectSettings {
     metricsBindAddress: settings.metricsBindAddress ?? ":8443",
     healthProbeBindAddress: settings.healthProbeBindAddress ?? ":8081",
     rbac: settings.rbac ?? [],
+    ...(settings.sharding ? { sharding: settings.sharding } : {}),
     permissions: {
       apiServers: settings.permissions?.apiServers ?? [],
       net: settings.permissions?.net ?? [],

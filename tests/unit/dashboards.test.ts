@@ -238,14 +238,31 @@ describe("rudder manifests' dashboard", () => {
     assert.ok(json.length < 200_000, `${json.length} bytes`);
   });
 
-  it("has webhook panels when the operator serves webhooks, sharding panels when asked", () => {
+  it("has webhook panels when the operator serves webhooks, sharding panels when it is sharded", () => {
     const titles = (files: Map<string, string>) =>
       panelsOf(JSON.parse(files.get("grafana/widget-operator.json")!)).map((p) => p.title);
     const plain = titles(generateManifests(settings, discovery));
     assert.ok(!plain.includes("Webhook latency") && !plain.includes("Shard membership"));
     const hooked = titles(generateManifests(settings, { ...discovery, webhooks: true }));
     assert.ok(hooked.includes("Webhook latency") && !hooked.includes("Shard membership"));
-    const sharded = titles(generateManifests(settings, discovery, { sharded: true }));
+    const sharded = titles(generateManifests(
+      { ...settings, sharding: { ring: "widgets", replicas: 2 } },
+      {
+        ...discovery,
+        controllers: [{
+          name: "widget",
+          sharded: true,
+          watched: [{
+            group: "example.com",
+            version: "v1",
+            kind: "Widget",
+            plural: "widgets",
+            scope: "Namespaced",
+            role: "for",
+          }],
+        }],
+      },
+    ));
     assert.ok(sharded.includes("Shard membership"));
   });
 

@@ -1,0 +1,393 @@
+/**
+ * The sharding benchmark: the sharded example operator (examples/sharded-operator) as replica
+ * processes against one control plane, with `--objects` Shardlings (3,000), each owning a
+ * ConfigMap. It measures:
+ *
+ * - the spread: objects each of 3 replicas caches (`rudder_shard_objects`), against the even
+ *   share;
+ * - memory: each replica's resident set against one replica of the same process type holding
+ *   every object, in the same run (that replica runs once before the shards, creating the
+ *   children, and once after them, taking every object over by moves as the shards did);
+ * - the fraction of objects that move when a fourth replica joins.
+ *
+ * Runs alone (`deno task bench:sharding`, writing bench/results/<date>-sharding.{md,json}) or as
+ * the `sharding` measure of bench/suite.ts (`--measures sharding`), against its control plane.
+ *
+ * Usage: deno run -A bench/sharding.ts [--objects 3000] [--replicas 3] [--runtime deno|bun]
+ *   [--idle-settle-ms 3000] [--name <suffix>]
+ *
+ * @module
+ */
+
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import { dirname, join } from "node:path";
+import process from "node:process";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { type Client, newClient } from "../lib/client/client.ts";
+import { isAlreadyExists } from "../lib/kube/errors.ts";
+import { Environment } from "../lib/testing/envtest.ts";
+import { Shardling } from "../examples/sharded-operator/api/shardling.ts";
+import { RING } from "../examples/sharded-operator/main.ts";
+import {
+  assignments,
+  createShardlings,
+  metricValue,
+  type Replica,
+  residentBytes,
+  ShardReplicas,
+  unsettled,
+} from "../tests/support/shard_replicas.ts";
+
+const BENCH = dirname(fileURLToPath(import.meta.url));
+const ROOT = join(BENCH, "..");
+const RESULTS = join(BENCH, "results");
+const BUN = join(ROOT, "node_modules", "bun", "bin", "bun.exe");
+
+/**
+ * The default shard Lease timings: a replica busy with 3,000 objects on a loaded machine missed
+ * renewals of 5 s Leases and stopped (as it must when it cannot renew), and graceful stops release
+ * their Lease at once anyway.
+ */
+const LEASE = { leaseDuration: 15_000, renewDeadline: 10_000, retryPeriod: 2_000 };
+/** How long a ring may take to settle after a change, 3,000 objects on a loaded machine. */
+const SETTLE_TIMEOUT_MS = 20 * 60_000;
+/** Resident-memory samples per replica, and the pause between them. */
+const RSS_SAMPLES = 5;
+const RSS_PAUSE_MS = 500;
+
+/** What the benchmark runs with. */
+export interface ShardingBenchOptions {
+  /** Shardlings (each with one ConfigMap). */
+  objects: number;
+  /** Replicas of the spread and memory measure (a further one joins for the move measure). */
+  replicas: number;
+  /** The runtime of the replica processes. */
+  runtime: "deno" | "bun";
+  /** Milliseconds a settled ring idles before its memory is read. */
+  idleSettleMs: number;
+}
+
+/** One replica's figures. */
+export interface ReplicaFigures {
+  name: string;
+  /** Shardlings its cache holds (`rudder_shard_objects{kind="Shardling"}`). */
+  shardlings: number;
+  /** ConfigMaps its cache holds (`rudder_shard_objects{kind="ConfigMap"}`). */
+  configMaps: number;
+  /** Median resident set, bytes. */
+  rssBytes: number;
+}
+
+/** What the benchmark measured. */
+export interface ShardingBenchResult {
+  options: ShardingBenchOptions;
+  /** The replica holding every object, before the shards (it created the children). */
+  soloFirst: ReplicaFigures;
+  /** The replica holding every object, after the shards (every object moved to it). */
+  soloLast: ReplicaFigures;
+  /** Each of the `replicas` shards. */
+  shards: ReplicaFigures[];
+  /** Objects whose shard changed when one more replica joined, over all objects. */
+  movedFraction: number;
+  /** Seconds each phase took to settle. */
+  settleSeconds: Record<string, number>;
+  /** /proc/loadavg (1, 5, 15 min) at the start and the end. */
+  load: { before: string; after: string };
+}
+
+function loadavg(): string {
+  try {
+    return readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
+  } catch {
+    return "?";
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+/** Installs the Shardling CRD unless it is there, and waits until it is served. */
+async function installCRD(client: Client): Promise<void> {
+  await client.create(Shardling.crd()).catch((err) => {
+    if (!isAlreadyExists(err)) throw err;
+  });
+  for (let i = 0;; i++) {
+    try {
+      await client.list(Shardling, { limit: 1 });
+      return;
+    } catch (err) {
+      if (i >= 100) throw err;
+      await sleep(100);
+    }
+  }
+}
+
+/**
+ * Waits until the objects are settled on `shards`; returns the seconds it took. Fails at once
+ * when one of `replicas` has exited, with the end of its output.
+ */
+async function settle(
+  client: Client,
+  namespace: string,
+  shards: string[],
+  replicas: ShardReplicas,
+  log: (message: string) => void,
+): Promise<number> {
+  const started = performance.now();
+  let lastLog = started;
+  for (;;) {
+    const gone = replicas.all.find((r) => shards.includes(r.name) && r.exitedAt !== undefined);
+    if (gone) {
+      throw new Error(`${gone.name} exited while settling: ${gone.output().slice(-3000)}`);
+    }
+    const reason = await unsettled(client, namespace, shards);
+    if (reason === undefined) return (performance.now() - started) / 1000;
+    if (performance.now() - started > SETTLE_TIMEOUT_MS) {
+      throw new Error(`not settled on ${shards.join(", ")}: ${reason}`);
+    }
+    if (performance.now() - lastLog > 15_000) {
+      lastLog = performance.now();
+      log(`settling on ${shards.join(", ")}: ${reason}`);
+    }
+    await sleep(1_000);
+  }
+}
+
+/** Waits until a replica serves metrics, and fails when it exits first. */
+async function serving(replica: Replica): Promise<string> {
+  return await Promise.race([
+    replica.metricsURL,
+    replica.exited.then((code) => {
+      throw new Error(`${replica.name} exited with ${code}: ${replica.output().slice(-2000)}`);
+    }),
+  ]);
+}
+
+/** A settled replica's figures: its cache from its metrics, its median resident set. */
+async function figures(replica: Replica): Promise<ReplicaFigures> {
+  const url = await serving(replica);
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const objects = (kind: string) =>
+    metricValue(text, "rudder_shard_objects", { ring: RING, shard: replica.name, kind }) ?? 0;
+  const samples: number[] = [];
+  for (let i = 0; i < RSS_SAMPLES; i++) {
+    const rss = residentBytes(replica.pid);
+    if (rss === undefined) throw new Error(`${replica.name} is gone`);
+    samples.push(rss);
+    await sleep(RSS_PAUSE_MS);
+  }
+  return {
+    name: replica.name,
+    shardlings: objects("Shardling"),
+    configMaps: objects("ConfigMap"),
+    rssBytes: median(samples),
+  };
+}
+
+/**
+ * Runs the measure against the control plane of `kubeconfig` in a namespace of its own, and
+ * stops every replica it started, whatever happens.
+ */
+export async function runShardingBench(
+  kubeconfig: string,
+  client: Client,
+  options: ShardingBenchOptions,
+  log: (message: string) => void = (message) => process.stderr.write(`sharding: ${message}\n`),
+): Promise<ShardingBenchResult> {
+  const namespace = `bench-sharding-${Date.now().toString(36)}`;
+  const recordDir = mkdtempSync(join(os.tmpdir(), "rudder-bench-sharding-"));
+  const replicas = new ShardReplicas({
+    kubeconfig,
+    namespace,
+    recordDir,
+    ...LEASE,
+    runtime: options.runtime === "bun"
+      ? { executable: BUN, deno: false }
+      : { executable: "Deno" in globalThis ? process.execPath : "deno", deno: true },
+  });
+  const load = { before: loadavg(), after: "" };
+  const settleSeconds: Record<string, number> = {};
+  try {
+    await installCRD(client);
+    await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } });
+    const fill = performance.now();
+    await createShardlings(client, namespace, "s", options.objects, 32);
+    log(`${options.objects} Shardlings in ${((performance.now() - fill) / 1000).toFixed(1)} s`);
+
+    const solo = async (name: string, phase: string) => {
+      const replica = replicas.start(name);
+      await serving(replica);
+      settleSeconds[phase] = await settle(client, namespace, [name], replicas, log);
+      await sleep(options.idleSettleMs);
+      const result = await figures(replica);
+      await replicas.stop(replica, "SIGTERM");
+      log(`${phase}: ${JSON.stringify(result)} (settled in ${settleSeconds[phase].toFixed(1)} s)`);
+      return result;
+    };
+    const soloFirst = await solo("solo-first", "solo-first");
+
+    const names = Array.from({ length: options.replicas }, (_, i) => `shard-${i + 1}`);
+    const shards = names.map((name) => replicas.start(name));
+    await Promise.all(shards.map(serving));
+    settleSeconds.shards = await settle(client, namespace, names, replicas, log);
+    await sleep(options.idleSettleMs);
+    const shardFigures: ReplicaFigures[] = [];
+    for (const shard of shards) shardFigures.push(await figures(shard));
+    log(
+      `shards: ${JSON.stringify(shardFigures)} (settled in ${settleSeconds.shards.toFixed(1)} s)`,
+    );
+
+    const before = await assignments(client, namespace);
+    const joining = replicas.start(`shard-${options.replicas + 1}`);
+    await serving(joining);
+    settleSeconds.join = await settle(client, namespace, [...names, joining.name], replicas, log);
+    const after = await assignments(client, namespace);
+    const moved = [...before].filter(([name, shard]) => after.get(name) !== shard).length;
+    const movedFraction = moved / before.size;
+    log(`a replica joined: ${moved} of ${before.size} objects moved`);
+    for (const replica of replicas.running) await replicas.stop(replica, "SIGTERM");
+
+    const soloLast = await solo("solo-last", "solo-last");
+    load.after = loadavg();
+    return {
+      options,
+      soloFirst,
+      soloLast,
+      shards: shardFigures,
+      movedFraction,
+      settleSeconds,
+      load,
+    };
+  } finally {
+    await replicas.killAll();
+    await client.delete({ apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } })
+      .catch(() => {});
+    rmSync(recordDir, { recursive: true, force: true });
+  }
+}
+
+const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
+const pct = (fraction: number) => `${(fraction * 100).toFixed(1)} %`;
+
+/** The result as a Markdown section. */
+export function shardingMarkdown(result: ShardingBenchResult): string {
+  const { options } = result;
+  const even = options.objects / options.replicas;
+  const solo = Math.min(result.soloFirst.rssBytes, result.soloLast.rssBytes);
+  const lines = [
+    `## Sharding: ${options.replicas} replicas, ${options.objects} Shardlings with a ConfigMap each`,
+    "",
+    `Replicas on ${options.runtime === "deno" ? "Deno" : "Bun"}; load ${result.load.before} → ${
+      result.load.after || "?"
+    }.`,
+    "",
+    "| replica | Shardlings cached | vs even share | ConfigMaps cached | RSS MiB | RSS / one replica holding all |",
+    "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ...result.shards.map((s) =>
+      `| ${s.name} | ${s.shardlings} | ${pct(s.shardlings / even - 1)} | ${s.configMaps} | ${
+        mib(s.rssBytes)
+      } | ${(s.rssBytes / solo).toFixed(2)} |`
+    ),
+    ...[result.soloFirst, result.soloLast].map((s) =>
+      `| ${s.name} (all objects) | ${s.shardlings} | | ${s.configMaps} | ${mib(s.rssBytes)} | ${
+        (s.rssBytes / solo).toFixed(2)
+      } |`
+    ),
+    "",
+    `A replica joining ${options.replicas} moved ${pct(result.movedFraction)} of the objects ` +
+    `(ideal: ${pct(1 / (options.replicas + 1))}).`,
+    "",
+    `Settled in: ${
+      Object.entries(result.settleSeconds).map(([phase, s]) => `${phase} ${s.toFixed(1)} s`)
+        .join(", ")
+    }.`,
+    "",
+  ];
+  return lines.join("\n");
+}
+
+function parseOptions(args: string[]): ShardingBenchOptions & { name?: string } {
+  const { values } = parseArgs({
+    args,
+    options: {
+      objects: { type: "string", default: "3000" },
+      replicas: { type: "string", default: "3" },
+      runtime: { type: "string", default: "Deno" in globalThis ? "deno" : "bun" },
+      "idle-settle-ms": { type: "string", default: "3000" },
+      name: { type: "string" },
+    },
+  });
+  const number = (name: "objects" | "replicas" | "idle-settle-ms") => {
+    const n = Number(values[name]);
+    if (!(n >= 0) || !Number.isInteger(n)) throw new Error(`--${name} must be a whole number`);
+    return n;
+  };
+  if (values.runtime !== "deno" && values.runtime !== "bun") {
+    throw new Error(`--runtime must be deno or bun, not ${values.runtime}`);
+  }
+  return {
+    objects: number("objects"),
+    replicas: number("replicas"),
+    runtime: values.runtime,
+    idleSettleMs: number("idle-settle-ms"),
+    name: values.name,
+  };
+}
+
+async function main(): Promise<void> {
+  const { name, ...options } = parseOptions(process.argv.slice(2));
+  const env = new Environment({ crds: [Shardling] });
+  const stop = () => void env.stop().finally(() => process.exit(130));
+  process.on("SIGINT", stop);
+  process.on("SIGTERM", stop);
+  let result: ShardingBenchResult;
+  const date = new Date();
+  try {
+    const config = await env.start();
+    result = await runShardingBench(env.kubeconfigPath, newClient(config), options);
+  } finally {
+    await env.stop();
+  }
+  const commit = (() => {
+    try {
+      return execFileSync("git", ["-C", ROOT, "rev-parse", "--short", "HEAD"], { encoding: "utf8" })
+        .trim();
+    } catch {
+      return "unknown";
+    }
+  })();
+  const text = [
+    `# Sharding benchmark, ${date.toISOString()}`,
+    "",
+    `- ${os.cpus()[0]?.model ?? "CPU"}, ${os.cpus().length} cores, ${
+      (os.totalmem() / 2 ** 30).toFixed(1)
+    } GiB; Rudder at ${commit}`,
+    "",
+    shardingMarkdown(result),
+  ].join("\n");
+  mkdirSync(RESULTS, { recursive: true });
+  const base = `${date.toISOString().slice(0, 10)}-sharding${name ? `-${name}` : ""}`;
+  writeFileSync(join(RESULTS, `${base}.md`), text);
+  writeFileSync(
+    join(RESULTS, `${base}.json`),
+    JSON.stringify({ date: date.toISOString(), commit, result }, null, 2) + "\n",
+  );
+  console.log(text);
+}
+
+if (import.meta.main) {
+  try {
+    await main();
+  } catch (err) {
+    process.stderr.write(`sharding: ${err instanceof Error ? err.stack : err}\n`);
+    process.exitCode = 1;
+  }
+}
