@@ -159,6 +159,9 @@ export class ShardGate implements ReconcileAdmission {
   observe(obj: DeepReadonly<KubeObject>): void {
     const key = keyOf(obj);
     this.#deleted.delete(key);
+    // Handed over earlier and now in this shard's cache again: it came back (the ring moved it
+    // here once more), so it is ours like any other object, and a later mark drains it afresh.
+    if (this.#draining.get(key)?.state === "acknowledged") this.#draining.delete(key);
     if (obj.metadata?.labels?.[this.#drainKey] === "true") {
       this.#markDraining(key, obj);
       return;
@@ -198,7 +201,12 @@ export class ShardGate implements ReconcileAdmission {
     // in-flight mark, so it either sees the reconcile or the reconcile sees the drain.
     if (this.#stopped) return false;
     const drain = this.#draining.get(key);
-    if (drain) {
+    if (
+      drain?.state === "acknowledged" &&
+      isOurs(obj, this.#shardKey, this.#drainKey, this.#options.shard)
+    ) {
+      this.#draining.delete(key); // back on this shard (its add event may still be on its way)
+    } else if (drain) {
       if (!obj && drain.state === "acknowledged") this.#draining.delete(key);
       return false;
     }
@@ -322,6 +330,17 @@ export class ShardGate implements ReconcileAdmission {
       }
     }
   }
+}
+
+/** Whether `obj` carries this shard's label and no drain mark. */
+function isOurs(
+  obj: DeepReadonly<KubeObject> | undefined,
+  shardKey: string,
+  drainKey: string,
+  shard: string,
+): boolean {
+  const labels = obj?.metadata?.labels;
+  return labels?.[shardKey] === shard && labels?.[drainKey] !== "true";
 }
 
 function keyOf(obj: DeepReadonly<KubeObject>): string {

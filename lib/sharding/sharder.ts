@@ -10,7 +10,9 @@
  *   holding one page at a time: an object whose ring shard differs from its label is marked to
  *   drain when its shard is alive (the shard hands it over, then it is assigned again), and
  *   relabelled at once when its shard is gone. A drain mark on an object the ring gives back to
- *   its shard is withdrawn. Owned objects of a gone shard go straight to their owner's new shard.
+ *   its shard is withdrawn. Owned objects of a gone shard go straight to their owner's new shard,
+ *   and so do owned objects left behind on a live shard their settled owner has left. While
+ *   hand-overs are under way, it sweeps again every few seconds.
  *
  * @module
  */
@@ -48,6 +50,11 @@ const DEFAULT_PAGE_SIZE = 500;
 const ASSIGN_WORKERS = 8;
 /** Patches a sweep has in flight at once: a dead shard's thousand objects move in seconds. */
 const SWEEP_CONCURRENCY = 16;
+/**
+ * Milliseconds after a sweep that left hand-overs under way before the next one: it finds the
+ * children that reached their old shard's cache only after their owner was handed over.
+ */
+const SETTLE_SWEEP_MS = 5_000;
 
 /** A sharded kind and the kinds that follow it. */
 export interface ShardedKind {
@@ -278,6 +285,21 @@ export class Sharder {
     return ownedTarget(ringKey(owner), labels, ring, this.#options.ring);
   }
 
+  /** The shard the owner is settled on (assigned and not draining), if any. */
+  async #settledShard(
+    owner: ObjectReferenceForRing,
+    forTypes: readonly ResourceType<KubeObject>[],
+  ): Promise<string | undefined> {
+    const type = forTypes.find((t) => t.group === owner.group && t.kind === owner.kind)!;
+    try {
+      const labels = (await this.#options.client.get(type, owner)).metadata?.labels;
+      return labels?.[this.#drainKey] === "true" ? undefined : labels?.[this.#shardKey];
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
   /** Patches `obj`; false when its labels changed under us (or it is gone). */
   async #patch(obj: DeepReadonly<KubeObject>, ops: JsonPatchOperation[]): Promise<boolean> {
     try {
@@ -339,7 +361,21 @@ export class Sharder {
       return claim;
     };
     try {
-      await this.#sweepWith(signal, forTypes, kinds, ring, alive, pool, claimed);
+      const handingOver = await this.#sweepWith(
+        signal,
+        forTypes,
+        kinds,
+        ring,
+        alive,
+        pool,
+        claimed,
+      );
+      if (handingOver && !signal.aborted) {
+        const timer = setTimeout(() => {
+          if (!signal.aborted) this.#resweep();
+        }, SETTLE_SWEEP_MS);
+        signal.addEventListener("abort", () => clearTimeout(timer), { once: true });
+      }
     } finally {
       await pool.drain().catch(() => {});
       for (const [shard, claim] of claims) {
@@ -348,7 +384,10 @@ export class Sharder {
     }
   }
 
-  /** The sweep's two passes (children of gone shards, then the sharded objects). */
+  /**
+   * The sweep's two passes (children of gone shards or left behind, then the sharded objects);
+   * true when hand-overs are still under way.
+   */
   async #sweepWith(
     signal: AbortSignal,
     forTypes: readonly ResourceType<KubeObject>[],
@@ -357,15 +396,28 @@ export class Sharder {
     alive: (shard: string) => boolean,
     pool: Pool,
     claimed: (shard: string) => Promise<boolean>,
-  ): Promise<void> {
+  ): Promise<boolean> {
     // Children of a gone shard first, straight to where their owner goes: the owner's new shard
     // then finds them in its cache when it first reconciles the owner.
     for (const type of uniqueKinds(kinds).filter((t) => !forTypes.includes(t))) {
       for await (const obj of this.#listAssigned(type, signal)) {
         const current = obj.metadata?.labels?.[this.#shardKey] ?? "";
-        if (alive(current)) continue;
         const owner = controllingOwner(obj, forTypes);
         if (!owner) continue;
+        if (alive(current)) {
+          // Left behind: a child that reached its shard's cache only after its owner was handed
+          // over keeps the old label. Once the owner has settled elsewhere, the child follows.
+          if (ring.shardFor(ringKey(owner)) === current) continue;
+          await pool.run(async () => {
+            const settled = await this.#settledShard(owner, forTypes);
+            if (!settled || settled === current || !alive(settled)) return;
+            await this.#patch(
+              obj,
+              assignPatch(obj.metadata?.labels, this.#shardKey, this.#drainKey, settled),
+            );
+          });
+          continue;
+        }
         await pool.run(async () => {
           if (!(await claimed(current))) return;
           const target = await this.#ownerShard(owner, forTypes, ring);
@@ -379,6 +431,7 @@ export class Sharder {
     }
     await pool.drain();
     let moved = 0;
+    let handingOver = false;
     for (const type of forTypes) {
       for await (const obj of this.#listAssigned(type, signal)) {
         const labels = obj.metadata?.labels;
@@ -386,6 +439,7 @@ export class Sharder {
         const draining = labels?.[this.#drainKey] === "true";
         const target = ring.shardFor(objectRingKey(obj, forTypes));
         const decision = decideMove(current, draining, target, alive);
+        if (decision === "drain" || (draining && alive(current))) handingOver = true;
         if (decision === "none") continue;
         const ops = decision === "drain"
           ? drainPatch(labels, this.#shardKey, this.#drainKey, current)
@@ -417,6 +471,7 @@ export class Sharder {
       members: ring.members.join(", "),
       moved,
     });
+    return handingOver;
   }
 
   /**

@@ -197,6 +197,16 @@ describe("sharding across replica processes", { timeout: 600_000 }, () => {
     // Objects created while the ring changes are assigned like the others.
     await createShardlings("during-up", CREATED_DURING_CHANGE);
     await Promise.all([ready(b), ready(c)]);
+    // Until the sharder has seen both new replicas the ring looks settled on replica-a alone.
+    await eventually(
+      "the sharder assigns objects to replica-b and replica-c",
+      async () => {
+        const shards = new Set((await assignments()).values());
+        return shards.has("replica-b") && shards.has("replica-c");
+      },
+      SETTLE_TIMEOUT,
+      250,
+    );
     await settle(["replica-a", "replica-b", "replica-c"]);
 
     const after = await assignments();
@@ -241,6 +251,13 @@ describe("sharding across replica processes", { timeout: 600_000 }, () => {
     const before = await assignments();
     const d = replicas.start("replica-d");
     await ready(d);
+    // Until the sharder has seen the new replica the ring looks settled on a and b already.
+    await eventually(
+      "the sharder assigns objects to replica-d",
+      async () => [...(await assignments()).values()].includes("replica-d"),
+      SETTLE_TIMEOUT,
+      250,
+    );
     await settle(["replica-a", "replica-b", "replica-d"]);
     const after = await assignments();
     let moved = 0;

@@ -184,6 +184,59 @@ describe("ShardGate", () => {
     stop.abort();
   });
 
+  it("takes back an object it handed over when the ring brings it back, and drains it again", async () => {
+    const { client, cache, drained, gate } = setup({ parent: parent({ [SHARD]: "a" }) });
+    const stop = new AbortController();
+    await gate.start(stop.signal);
+    await client.patch(parent({ [SHARD]: "a" }), {
+      type: "application/merge-patch+json",
+      data: () => ({ metadata: { labels: { [DRAIN]: "true" } } }),
+    });
+    cache.put(parent({ [SHARD]: "a", [DRAIN]: "true" }));
+    await settle();
+    assert.deepEqual((await client.get(ConfigMap, request)).metadata?.labels ?? {}, {});
+    cache.remove(parent({}), false); // it left; no request came for it while away
+
+    // The sharder assigns it to this shard again.
+    await client.patch(parent({}), {
+      type: "application/merge-patch+json",
+      data: () => ({ metadata: { labels: { [SHARD]: "a" } } }),
+    });
+    cache.put(parent({ [SHARD]: "a" }));
+    assert.equal(await gate.admit(request), true, "back: reconciled here again");
+    gate.finished(request);
+
+    // And a later move drains it afresh.
+    await client.patch(parent({}), {
+      type: "application/merge-patch+json",
+      data: () => ({ metadata: { labels: { [DRAIN]: "true" } } }),
+    });
+    cache.put(parent({ [SHARD]: "a", [DRAIN]: "true" }));
+    await settle();
+    assert.deepEqual((await client.get(ConfigMap, request)).metadata?.labels ?? {}, {});
+    assert.equal(drained.length, 2, "two hand-overs acknowledged");
+    stop.abort();
+  });
+
+  it("admits an object that is back before its add event reached the gate", async () => {
+    const { client, cache, gate } = setup({ parent: parent({ [SHARD]: "a" }) });
+    const stop = new AbortController();
+    await gate.start(stop.signal);
+    await client.patch(parent({ [SHARD]: "a" }), {
+      type: "application/merge-patch+json",
+      data: () => ({ metadata: { labels: { [DRAIN]: "true" } } }),
+    });
+    cache.put(parent({ [SHARD]: "a", [DRAIN]: "true" }));
+    await settle();
+    assert.deepEqual((await client.get(ConfigMap, request)).metadata?.labels ?? {}, {});
+    cache.remove(parent({}), false);
+    cache.put(parent({ [SHARD]: "a", [DRAIN]: "true" }), false);
+    assert.equal(await gate.admit(request), false, "an old state with the mark is not ours");
+    cache.put(parent({ [SHARD]: "a" }), false); // back, its event not yet handled
+    assert.equal(await gate.admit(request), true);
+    stop.abort();
+  });
+
   it("re-reads instead of clobbering when the drain mark was withdrawn meanwhile", async () => {
     const { client, cache, drained, gate } = setup({ parent: parent({ [SHARD]: "a" }) });
     const stop = new AbortController();
