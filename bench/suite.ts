@@ -723,11 +723,23 @@ async function runMeasure(contender: Contender, measure: Measure, s: Setting): P
     const readyMs = performance.now() - began;
     await new Promise((resolve) => setTimeout(resolve, s.idleSettleMs));
     const memory = residentMemory(running.child.pid!);
+    // Rudder's contenders print their live heap when asked (after RSS was read, so the answer
+    // does not count in it); the peers have no such handler.
+    let heapUsedBytes: number | undefined;
+    if (contender.name.startsWith("rudder")) {
+      running.child.kill("SIGUSR2");
+      // The operator's JSON log records come on stdout too: skip them.
+      while (heapUsedBytes === undefined) {
+        const line = await nextLine(running);
+        if (typeof line.heapUsedBytes === "number") heapUsedBytes = line.heapUsedBytes;
+      }
+    }
     return {
       readyMs,
       idleRssBytes: memory.rss,
       idleRssAnonBytes: memory.anon,
       idleRssFileBytes: memory.file,
+      ...(heapUsedBytes === undefined ? {} : { idleHeapUsedBytes: heapUsedBytes }),
     };
   });
 }
@@ -867,6 +879,7 @@ const FIGURES: Record<Measure, [field: string, label: string, format: (v: number
     ["idleRssBytes", "idle RSS (MiB)", (v) => (v / 2 ** 20).toFixed(1)],
     ["idleRssAnonBytes", "anonymous (MiB)", (v) => (v / 2 ** 20).toFixed(1)],
     ["idleRssFileBytes", "file-backed (MiB)", (v) => (v / 2 ** 20).toFixed(1)],
+    ["idleHeapUsedBytes", "live heap (MiB)", (v) => (v / 2 ** 20).toFixed(1)],
   ],
 };
 
@@ -1061,7 +1074,7 @@ function parseOptions() {
       measures: { type: "string", default: MEASURES.join(",") },
       only: { type: "string" },
       variants: { type: "string", default: "on" },
-      "idle-settle-ms": { type: "string", default: "3000" },
+      "idle-settle-ms": { type: "string", default: "10000" },
       name: { type: "string" },
     },
   });
