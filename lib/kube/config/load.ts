@@ -8,7 +8,6 @@
  */
 
 import { Buffer } from "node:buffer";
-import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import process from "node:process";
@@ -42,6 +41,7 @@ import {
   type UserEntry,
 } from "./schema.ts";
 import type { AuthProvider, KubeConfig, LoadConfigOptions } from "./types.ts";
+import { readTextFile } from "../../util/files.ts";
 
 const logger = getLogger(["rudder", "kube", "config"]);
 
@@ -214,7 +214,7 @@ function requirePem(text: string, at: Origin, what: string): string {
 
 async function readReferencedFile(filePath: string, at: Origin): Promise<string> {
   try {
-    return await fs.promises.readFile(filePath, "utf8");
+    return await readTextFile(filePath);
   } catch (err) {
     throw fieldError(at, `cannot read ${filePath} (${describeFsError(err)})`, err);
   }
@@ -475,7 +475,7 @@ async function parseKubeconfigText(text: string, file: string): Promise<unknown>
 async function readKubeconfigFile(file: string): Promise<ParsedKubeconfig | undefined> {
   let text: string;
   try {
-    text = await fs.promises.readFile(file, "utf8");
+    text = await readTextFile(file);
   } catch (err) {
     if (isNotFoundError(err)) return undefined;
     throw fileError(file, `cannot read (${describeFsError(err)})`, err);
