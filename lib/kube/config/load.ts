@@ -452,10 +452,19 @@ async function resolveAuth(
 // Files
 
 /**
- * The YAML of a kubeconfig file. `yaml` loads on the first file read: an operator in a
- * cluster reads none, and the library is 7 MiB of RSS on Deno and 10 MiB on Bun.
+ * The YAML of a kubeconfig file. `yaml` loads on the first file read that is not JSON: an
+ * operator in a cluster reads none, and the library is 7 MiB of RSS on Deno and 10 MiB on Bun.
+ * A kubeconfig in JSON (YAML's subset, which kubectl reads too) is parsed without it; one that
+ * is not valid JSON goes through `yaml`, whose errors say where.
  */
 async function parseKubeconfigText(text: string, file: string): Promise<unknown> {
+  if (text.trimStart().startsWith("{")) {
+    try {
+      return JSON.parse(text);
+    } catch {
+      // YAML's flow mapping, or broken: `yaml` decides and reports the position.
+    }
+  }
   const { LineCounter, parseDocument } = await import("yaml");
   const lineCounter = new LineCounter();
   // prettyErrors would quote the offending lines, which may hold a token.
