@@ -30,6 +30,7 @@ import { dirname, join } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { parse as parseYaml } from "yaml";
 import { type Client, newClient } from "../lib/client/client.ts";
 import { VERSION } from "../lib/version.ts";
 import { ConfigMap } from "../lib/api/mod.ts";
@@ -597,6 +598,11 @@ interface Setting {
   latencySeconds: number;
   rate: number;
   idleSettleMs: number;
+  /**
+   * The same kubeconfig as JSON, for the startup measure: an operator in a cluster reads no
+   * kubeconfig file and so never loads a YAML parser; Rudder reads a JSON one without it.
+   */
+  jsonKubeconfig: string;
   /** The relist measure's proxy, and a kubeconfig that points to it. */
   relist?: { proxy: RelistProxy; kubeconfig: string };
 }
@@ -705,7 +711,8 @@ async function runMeasure(contender: Contender, measure: Measure, s: Setting): P
   const port = await freePort();
   const began = performance.now();
   const running = start(contender, [
-    ...base,
+    "--kubeconfig",
+    s.jsonKubeconfig,
     "--mode",
     "idle",
     "--namespace",
@@ -749,6 +756,13 @@ async function runMeasure(contender: Contender, measure: Measure, s: Setting): P
       ...(heapUsedBytes === undefined ? {} : { idleHeapUsedBytes: heapUsedBytes }),
     };
   });
+}
+
+/** Writes `kubeconfig.json` beside the YAML kubeconfig at `path`; returns its path. */
+function writeJsonKubeconfig(path: string): string {
+  const file = join(dirname(path), "kubeconfig.json");
+  writeFileSync(file, JSON.stringify(parseYaml(readFileSync(path, "utf8"))), { mode: 0o600 });
+  return file;
 }
 
 /** A port that was free a moment ago. */
@@ -1147,6 +1161,7 @@ async function main(): Promise<number> {
     const stamp = date.getTime().toString(36);
     const setting: Setting = {
       kubeconfig: env.kubeconfigPath,
+      jsonKubeconfig: writeJsonKubeconfig(env.kubeconfigPath),
       client,
       syncNamespace: `bench-sync-${stamp}`,
       reconcileNamespace: `bench-reconcile-${stamp}`,
