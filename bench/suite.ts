@@ -221,13 +221,6 @@ function contenders(): Contender[] {
       measures: ["sync", "reconcile-10", "startup"],
     },
     {
-      name: "rudder-deno:reducer-late",
-      label: "Rudder (Deno), V8's memory reducer at its default delays (before 2026-12-03)",
-      command: () => denoCommand(RUDDER, ["--max-semi-space-size=2"]),
-      env: DENO_ENV,
-      measures: ["reconcile-1", "reconcile-10", "startup"],
-    },
-    {
       name: "rudder-deno:semi1",
       label: "Rudder (Deno), --max-semi-space-size=1 (the default before 2026-12-02)",
       command: () => denoCommand(RUDDER, ["--max-semi-space-size=1"]),

@@ -275,17 +275,9 @@ function isScript(path: string): boolean {
  * object 1.6× Go's instead of 5.3× with V8's defaults), and needs half as many scavenges as 1 MiB,
  * the former default: 3–10 % less CPU per reconcile, 6–12 MiB less resident after 2,000
  * reconciles and a relist peak 17 MiB lower, for the same RSS per cached object (bench/README.md,
- * "Memory on Deno"). V8's memory reducer (the collection that shrinks the heap and hands pages back
- * once the allocation rate drops) first runs 8 s after the last full collection of start-up, and
- * again no sooner than 30 s after one it caused; 2 s each make an operator that went quiet give
- * back 4–5 MiB within seconds of `/readyz` instead of within a minute; a busy one never triggers
- * it (bench/README.md, "Idle memory").
+ * "Memory on Deno").
  */
-export const DENO_V8_FLAGS: readonly string[] = [
-  "--max-semi-space-size=2",
-  "--memory-reducer-delay-ms=2000",
-  "--gc-memory-reducer-start-delay-ms=2000",
-];
+export const DENO_V8_FLAGS: readonly string[] = ["--max-semi-space-size=2"];
 
 /**
  * Environment Rudder runs a Deno operator with: the image of `rudder build --runtime deno`,

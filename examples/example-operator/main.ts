@@ -6,8 +6,7 @@
  * the certificate from /tmp/k8s-webhook-server/serving-certs. OTEL_EXPORTER_OTLP_ENDPOINT sends
  * OpenTelemetry traces there (tracing.ts).
  *
- * Run: MALLOC_MMAP_THRESHOLD_=131072 deno run -A
- * --v8-flags=--max-semi-space-size=2,--memory-reducer-delay-ms=2000,--gc-memory-reducer-start-delay-ms=2000
+ * Run: MALLOC_MMAP_THRESHOLD_=131072 deno run -A --v8-flags=--max-semi-space-size=2
  * examples/example-operator/main.ts, or MIMALLOC_PURGE_DELAY=0 bun
  * examples/example-operator/main.ts (with a kubeconfig; the variables and the V8 flag are what
  * `rudder build` and `rudder dev` use), or build it with `rudder build`.

@@ -132,7 +132,7 @@ describe("build with Deno", () => {
       "--allow-read=/var/run/secrets/kubernetes.io/serviceaccount",
       `--allow-env=${[...OPERATOR_ENV, "LOG_FORMAT"].sort().join(",")}`,
       "--allow-sys=homedir,hostname",
-      "--v8-flags=--max-semi-space-size=2,--memory-reducer-delay-ms=2000,--gc-memory-reducer-start-delay-ms=2000",
+      "--v8-flags=--max-semi-space-size=2",
       "--target",
       "x86_64-unknown-linux-gnu",
       "--output",
@@ -239,7 +239,7 @@ describe("running a module", () => {
     assert.deepEqual(operator.args, [
       "run",
       "-A",
-      "--v8-flags=--max-semi-space-size=2,--memory-reducer-delay-ms=2000,--gc-memory-reducer-start-delay-ms=2000",
+      "--v8-flags=--max-semi-space-size=2",
       "--config",
       "/p/deno.json",
       "main.ts",

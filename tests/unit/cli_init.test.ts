@@ -223,11 +223,7 @@ describe("the scaffold with --local", () => {
       assert.equal(deno.tasks.run, run);
       assert.equal(deno.tasks.test, "deno test -A");
     }
-    assert.deepEqual(DENO_V8_FLAGS, [
-      "--max-semi-space-size=2",
-      "--memory-reducer-delay-ms=2000",
-      "--gc-memory-reducer-start-delay-ms=2000",
-    ]);
+    assert.deepEqual(DENO_V8_FLAGS, ["--max-semi-space-size=2"]);
   });
 
   it("runs the operator on Bun with Rudder's environment, and tests without", () => {
