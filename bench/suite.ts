@@ -221,6 +221,20 @@ function contenders(): Contender[] {
       measures: ["sync", "reconcile-10", "startup"],
     },
     {
+      // Measured on 2026-12-03 and not shipped: 4-5 MiB less idle, but fewer objects/s and a
+      // little more CPU at 10 workers in both runs (bench/README.md, "Idle memory").
+      name: "rudder-deno:reducer-early",
+      label: "Rudder (Deno), + V8's memory reducer after 2 s instead of 8 and 30 s",
+      command: () =>
+        denoCommand(RUDDER, [
+          ...DENO_V8_FLAGS,
+          "--memory-reducer-delay-ms=2000",
+          "--gc-memory-reducer-start-delay-ms=2000",
+        ]),
+      env: DENO_ENV,
+      measures: ["reconcile-1", "reconcile-10", "startup"],
+    },
+    {
       name: "rudder-deno:semi1",
       label: "Rudder (Deno), --max-semi-space-size=1 (the default before 2026-12-02)",
       command: () => denoCommand(RUDDER, ["--max-semi-space-size=1"]),
