@@ -8,7 +8,11 @@
  * - `reconcile`: a Manager and `newControllerManagedBy(mgr).for(ConfigMap)` whose reconciler
  *   merge-patches one annotation of every object once; time, CPU seconds, RSS after.
  * - `latency`: the same controller, read-only; event → reconcile latency of the harness's changes.
- * - `idle`: a Manager with that controller and `/readyz`, doing nothing.
+ * - `idle`: the scaffold's operator as deployed, doing nothing: LogTape configured as its main.ts
+ *   does, metrics served securely (HTTPS with a self-signed certificate, scrapes authenticated and
+ *   authorised by the API server) on a free port, `/readyz`, leader election on (a Lease in the
+ *   namespace), and that controller; it loads the modules the scaffold's main.ts imports (the root
+ *   and two subpaths). On SIGUSR2 it prints its live heap (`heapUsed`, no GC).
  *
  * Rate limits are off (a limiter that never waits); the cache drops managedFields (its default,
  * which the Go peer sets too). With RUDDER_BENCH_TRACING set, the OpenTelemetry SDK is
@@ -83,12 +87,31 @@ async function runSync(args: ContenderArgs): Promise<void> {
 }
 
 async function runController(args: ContenderArgs): Promise<void> {
+  const idle = args.mode === "idle";
+  if (idle) {
+    // What the scaffold's main.ts imports (without --webhooks): the root and two subpaths.
+    const [root] = await Promise.all([
+      import("../../mod.ts"),
+      import("../../lib/leaderelection/mod.ts"),
+      import("../../lib/manager/mod.ts"),
+    ]);
+    await root.configureLogging({ categories: [["bench"]] });
+    process.on("SIGUSR2", () => report({ heapUsedBytes: process.memoryUsage().heapUsed }));
+  }
   const config = await loadConfig({ kubeconfig: args.kubeconfig });
   const mgr = new Manager({
     config,
-    metricsBindAddress: "0",
-    healthProbeBindAddress: args.mode === "idle" ? `127.0.0.1:${args.port}` : undefined,
+    metricsBindAddress: idle ? "127.0.0.1:0" : "0",
+    healthProbeBindAddress: idle ? `127.0.0.1:${args.port}` : undefined,
     cache: { defaultNamespaces: { [args.namespace]: {} } },
+    ...(idle
+      ? {
+        leaderElection: true,
+        leaderElectionID: "bench-idle-leader",
+        leaderElectionNamespace: args.namespace,
+        leaderElectionReleaseOnCancel: true,
+      }
+      : {}),
   });
   const client = mgr.getClient();
   let calls = 0;

@@ -16,9 +16,9 @@
  * @module
  */
 
-import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { getLogger } from "@logtape/logtape";
+import { readTextFileSync } from "../util/files.ts";
 import { RESTMapper } from "../api/discovery.ts";
 import { type ByObject, type Cache, type CacheOptions, newCache } from "../cache/cache.ts";
 import {
@@ -182,7 +182,7 @@ function validateMetricsOptions(options: ManagerOptions): void {
 /** The in-cluster namespace, when running in a pod. */
 function inClusterNamespace(): string | undefined {
   try {
-    return readFileSync(IN_CLUSTER_NAMESPACE_FILE, "utf8").trim() || undefined;
+    return readTextFileSync(IN_CLUSTER_NAMESPACE_FILE).trim() || undefined;
   } catch {
     return undefined;
   }

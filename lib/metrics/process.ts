@@ -8,7 +8,7 @@
  * @module
  */
 
-import { readdirSync, readFileSync } from "node:fs";
+import { countDirEntriesSync, readTextFileSync } from "../util/files.ts";
 import process from "node:process";
 import { getLogger } from "@logtape/logtape";
 import { Counter, Gauge } from "./metric.ts";
@@ -51,7 +51,7 @@ class ProcFS {
   }
 
   #read(path: string): string {
-    return readFileSync(`${this.root}/${path}`, "utf8");
+    return readTextFileSync(`${this.root}/${path}`);
   }
 
   stat(): Stat {
@@ -87,7 +87,7 @@ class ProcFS {
   }
 
   openFds(): number {
-    return readdirSync(`${this.root}/self/fd`).length;
+    return countDirEntriesSync(`${this.root}/self/fd`);
   }
 
   /** The soft limit of a `/proc/self/limits` row; `unlimited` is 2^64 − 1, as in Go's procfs. */

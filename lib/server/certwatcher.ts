@@ -14,13 +14,13 @@
  */
 
 import { createPrivateKey, X509Certificate } from "node:crypto";
-import { type FSWatcher, watch } from "node:fs";
-import { readFile } from "node:fs/promises";
+import type { FSWatcher } from "node:fs";
 import { join } from "node:path";
 import { getLogger } from "@logtape/logtape";
 import { type Clock, realClock } from "../util/clock.ts";
 import type { Runnable } from "../util/runnable.ts";
 import type { TLSPair } from "./types.ts";
+import { nodeFs, readTextFile } from "../util/files.ts";
 import { errorMessage } from "../util/logging.ts";
 
 /** Milliseconds between two checks of the certificate files (controller-runtime: 10 s). */
@@ -155,7 +155,7 @@ export class CertWatcher implements Runnable {
     timer = this.#clock.setTimeout(poll, this.#pollInterval);
     let watcher: FSWatcher | undefined;
     try {
-      watcher = watch(this.#dir, check);
+      watcher = nodeFs().watch(this.#dir, check);
       watcher.on("error", (err) => {
         log.debug("Watching {dir} failed, polling alone: {error}", {
           dir: this.#dir,
@@ -211,7 +211,7 @@ export class CertWatcher implements Runnable {
 async function readPair(certPath: string, keyPath: string): Promise<TLSPair> {
   const read = async (path: string, what: string) => {
     try {
-      return await readFile(path, "utf8");
+      return await readTextFile(path);
     } catch (err) {
       const code = (err as { code?: string }).code ?? (err as Error).name;
       throw new Error(`cannot read the TLS ${what} ${path} (${code})`);

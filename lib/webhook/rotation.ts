@@ -14,7 +14,6 @@
  * @module
  */
 
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Buffer } from "node:buffer";
 import { getLogger } from "@logtape/logtape";
@@ -28,6 +27,7 @@ import type { Client } from "../client/client.ts";
 import type { Runnable } from "../util/runnable.ts";
 import { isAlreadyExists, isConflict, isNotFound } from "../kube/errors.ts";
 import { abortable, sleep } from "../util/abort.ts";
+import { nodeFs } from "../util/files.ts";
 import { certificateNotAfter, generateServingCertificates } from "./certificates.ts";
 
 const DAY_MS = 24 * 3600_000;
@@ -283,6 +283,7 @@ export class CertificateRotator implements Runnable {
   #write(data: SecretData): void {
     if (this.#written === data["tls.crt"]) return;
     const dir = this.#options.certDir;
+    const { mkdirSync, readFileSync, renameSync, writeFileSync } = nodeFs();
     mkdirSync(dir, { recursive: true });
     let onDisk: string | undefined;
     try {

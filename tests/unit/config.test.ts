@@ -214,6 +214,24 @@ describe("kubeconfig fields", () => {
     assert.equal((await loadKubeconfigFile(file)).caData, CA_PEM);
   });
 
+  it(
+    "reads a kubeconfig written as JSON, and reports a broken one by position",
+    TIMEOUT,
+    async () => {
+      const value = oneContext({
+        cluster: { server: "https://127.0.0.1:6443", "insecure-skip-tls-verify": true },
+        user: { token: "json-token" },
+      });
+      const dir = freshDir("json");
+      const file = write(path.join(dir, "config"), JSON.stringify(value, null, 2));
+      const config = await loadKubeconfigFile(file);
+      assert.equal(config.server, "https://127.0.0.1:6443");
+      assert.equal(config.insecureSkipTLSVerify, true);
+      const broken = write(path.join(dir, "broken"), '{"clusters": [');
+      await assert.rejects(loadKubeconfigFile(broken), /invalid YAML at line 1/);
+    },
+  );
+
   it("defaults the namespace to default and reads insecure-skip-tls-verify", TIMEOUT, async () => {
     const file = writeYaml(
       path.join(freshDir("defaults"), "config"),

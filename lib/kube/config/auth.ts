@@ -7,11 +7,11 @@
  */
 
 import { Buffer } from "node:buffer";
-import * as fs from "node:fs";
 import { getLogger } from "@logtape/logtape";
 import { abortable } from "../../util/abort.ts";
 import { describeFsError, fieldError, KubeconfigError, type Origin } from "./errors.ts";
 import type { AuthProvider, Credentials } from "./types.ts";
+import { readTextFile } from "../../util/files.ts";
 
 const logger = getLogger(["rudder", "kube", "config"]);
 
@@ -192,7 +192,7 @@ export class FileTokenSource implements AuthProvider {
   async #read(): Promise<string> {
     let text: string;
     try {
-      text = await fs.promises.readFile(this.path, "utf8");
+      text = await readTextFile(this.path);
     } catch (err) {
       throw this.#error(`cannot read token file ${this.path} (${describeFsError(err)})`, err);
     }

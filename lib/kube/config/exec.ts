@@ -9,7 +9,7 @@
  * @module
  */
 
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import process from "node:process";
 import { abortable } from "../../util/abort.ts";
 import { concat } from "../../util/bytes.ts";
@@ -302,6 +302,11 @@ export class ExecCredentialProvider implements AuthProvider {
     return new Promise((resolve, reject) => {
       let child: ChildProcess;
       try {
+        // Fetched on first use: most operators never run a credential plugin, and Deno's
+        // node:child_process costs resident memory from the start.
+        const { spawn } = process.getBuiltinModule(
+          "node:child_process",
+        ) as typeof import("node:child_process");
         child = spawn(options.command, options.args ?? [], {
           env: this.#environment(),
           // Its own process group, so a timeout kills whatever the plugin started too.

@@ -6,13 +6,13 @@
  * @module
  */
 
-import * as fs from "node:fs";
 import * as path from "node:path";
 import process from "node:process";
 import { getLogger } from "@logtape/logtape";
 import { FileTokenSource } from "./auth.ts";
 import { describeFsError, isNotFoundError, KubeconfigError } from "./errors.ts";
 import type { KubeConfig } from "./types.ts";
+import { readTextFile } from "../../util/files.ts";
 
 const logger = getLogger(["rudder", "kube", "config"]);
 
@@ -67,7 +67,7 @@ export async function inClusterConfig(options: InClusterOptions = {}): Promise<K
   const caFile = path.join(dir, "ca.crt");
   let caData: string | undefined;
   try {
-    caData = await fs.promises.readFile(caFile, "utf8");
+    caData = await readTextFile(caFile);
   } catch (err) {
     if (!isNotFoundError(err)) {
       throw new KubeconfigError(
@@ -83,7 +83,7 @@ export async function inClusterConfig(options: InClusterOptions = {}): Promise<K
   const namespaceFile = path.join(dir, "namespace");
   let namespace = "default";
   try {
-    namespace = (await fs.promises.readFile(namespaceFile, "utf8")).trim() || "default";
+    namespace = (await readTextFile(namespaceFile)).trim() || "default";
   } catch (err) {
     if (!isNotFoundError(err)) {
       throw new KubeconfigError(
