@@ -13,6 +13,8 @@
  *   its shard is withdrawn. Owned objects of a gone shard go straight to their owner's new shard,
  *   and so do owned objects left behind on a live shard their settled owner has left. While
  *   hand-overs are under way, it sweeps again every few seconds.
+ * - Newly elected, it first waits for a quiet ring (no change for 2 s, at most 5 s), so that
+ *   replicas started together share the objects from the start.
  *
  * @module
  */
@@ -55,6 +57,15 @@ const SWEEP_CONCURRENCY = 16;
  * children that reached their old shard's cache only after their owner was handed over.
  */
 const SETTLE_SWEEP_MS = 5_000;
+/**
+ * A newly elected sharder waits until the ring has not changed for this long (milliseconds)
+ * before it assigns or moves anything: replicas started together (a rollout, a scale-up) then
+ * land in one ring, instead of every object going to the first replica and two thirds of them
+ * moving on again through drains.
+ */
+const RING_QUIET_MS = 2_000;
+/** The longest a newly elected sharder waits for a quiet ring (milliseconds). */
+const RING_QUIET_MAX_MS = 5_000;
 
 /** A sharded kind and the kinds that follow it. */
 export interface ShardedKind {
@@ -203,6 +214,7 @@ export class Sharder {
       this.#requestSweep(signal, forTypes, kinds);
     });
     logger.info("Sharding ring {ring} as its sharder", { ring: this.#options.ring });
+    await quietRing(this.#options.members, signal);
     this.#resweep = () => this.#requestSweep(signal, forTypes, kinds);
     this.#resweep();
     const workers = Array.from({ length: ASSIGN_WORKERS }, async () => {
@@ -577,6 +589,32 @@ function uniqueKinds(kinds: readonly ShardedKind[]): ResourceType<KubeObject>[] 
     }
   }
   return all;
+}
+
+/**
+ * Resolves once `members` has not changed for {@linkcode RING_QUIET_MS}, after at most
+ * {@linkcode RING_QUIET_MAX_MS}, or when `signal` aborts.
+ */
+function quietRing(members: RingMembers, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    let quiet: ReturnType<typeof setTimeout> | undefined;
+    const done = () => {
+      clearTimeout(quiet);
+      clearTimeout(cap);
+      stopListening();
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const cap = setTimeout(done, RING_QUIET_MAX_MS);
+    const restart = () => {
+      clearTimeout(quiet);
+      quiet = setTimeout(done, RING_QUIET_MS);
+    };
+    const stopListening = members.onChange(restart);
+    signal.addEventListener("abort", done, { once: true });
+    if (signal.aborted) done();
+    else restart();
+  });
 }
 
 /** Runs at most `limit` tasks at once; the first failure is rethrown by `run` or `drain`. */
