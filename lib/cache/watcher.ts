@@ -45,6 +45,7 @@ import { sleep } from "../util/abort.ts";
 import type { Clock } from "../util/clock.ts";
 import { errorMessage } from "../util/logging.ts";
 import { jittered } from "../util/timers.ts";
+import { parseListPage, type SplitListPage } from "./list_page.ts";
 
 const logger = getLogger(["rudder", "cache", "watcher"]);
 
@@ -677,8 +678,8 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
   async *#pagedList(): AsyncGenerator<WatcherEvent<T>, void, undefined> {
     let resourceVersion: string | undefined;
     let next: PageRequest | undefined = this.#requestPage(undefined);
-    // The text is dropped once parsed, and each item once handed out: the generator waits on its
-    // consumer with this frame alive, and neither may outlast its use in it.
+    // The page (its text) is dropped once its items are handed out: the generator waits on its
+    // consumer with this frame alive, and nothing may outlast its use in it.
     let text: string | undefined;
     try {
       while (next) {
@@ -694,15 +695,13 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
           next = token ? this.#requestPage(token) : undefined;
         }
         resourceVersion = page.metadata?.resourceVersion;
-        const items = Array.isArray(page.items) ? page.items : [];
-        for (let i = 0; i < items.length; i++) {
-          const item = items[i];
-          if (typeof item !== "object" || item === null) {
+        // Each item is parsed as it is stored and let go of (./list_page.ts): the page's text
+        // stays until its last item, its parsed objects never all at once.
+        for (let i = 0; i < page.count; i++) {
+          const item = this.#parseItem(page, i);
+          if (typeof item !== "object" || item === null || Array.isArray(item)) {
             throw new WatchProtocolError("a list item that is not an object");
           }
-          // The store keeps a copy when it transforms (the default drops managedFields): the
-          // page lets go of each parsed item as it is handed out.
-          items[i] = undefined;
           yield { type: "InitApply", object: this.#typed(item) };
         }
       }
@@ -735,20 +734,23 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
     return { token, text, abort: () => controller.abort() };
   }
 
-  #parsePage(text: string): ListPage {
-    if (text.length === 0) return {};
-    let page: unknown;
+  #parsePage(text: string): SplitListPage {
     try {
-      page = JSON.parse(text);
+      return parseListPage(text);
+    } catch (err) {
+      const what = err instanceof SyntaxError ? `JSON (${err.message})` : "an object";
+      throw new WatchProtocolError(`a list page of ${this.#description} is not ${what}`);
+    }
+  }
+
+  #parseItem(page: SplitListPage, index: number): unknown {
+    try {
+      return page.item(index);
     } catch (err) {
       throw new WatchProtocolError(
-        `a list page of ${this.#description} is not JSON (${(err as Error).message})`,
+        `an item of a list page of ${this.#description} is not JSON (${(err as Error).message})`,
       );
     }
-    if (typeof page !== "object" || page === null || Array.isArray(page)) {
-      throw new WatchProtocolError(`a list page of ${this.#description} is not an object`);
-    }
-    return page as ListPage;
   }
 
   /**
