@@ -47,6 +47,13 @@ describe("list pages split into their items", () => {
     assert.throws(() => page.item(1), SyntaxError);
   });
 
+  it("parses the page whole when asked, with the same result", () => {
+    const text = '{"metadata":{"resourceVersion":"3"},"items":[{"a":1},{"b":[2]}]}';
+    const page = parseListPage(text, false);
+    assert.equal(page.metadata?.resourceVersion, "3");
+    assert.deepEqual([page.item(0), page.item(1)], items(text));
+  });
+
   it("keeps the last items when the key repeats, as JSON.parse does", () => {
     assert.deepEqual(items('{"items":[{"a":1}],"items":[{"b":2},{"c":3}]}'), [{ b: 2 }, { c: 3 }]);
   });
