@@ -78,10 +78,10 @@ export interface WatcherOptions {
   /** Watch only metadata (PartialObjectMetadata), for large kinds such as Secrets. */
   metadataOnly?: boolean;
   /**
-   * Objects per page of a paged list; default 5,000: pages that size bound the memory a list
-   * holds at once and cost little more than one unpaged list (measurements under
-   * `streamingList`). The next page is asked for as soon as a page's answer is in, while that
-   * page is parsed and stored, so at most two pages are in memory at once.
+   * Objects per page of a paged list; default 5,000 (500 for a relist, whose peak the full store
+   * adds to): pages that size bound the memory a list holds at once and cost little more than one
+   * unpaged list (measurements under `streamingList`). The next page is asked for as soon as a
+   * page's answer is in, while it is parsed and stored: at most two pages are in memory at once.
    */
   pageSize?: number;
   /**
@@ -138,6 +138,12 @@ export interface Watcher<T> extends AsyncIterable<WatcherEvent<T>> {
 }
 
 const DEFAULT_PAGE_SIZE = 5000;
+/**
+ * Objects per page of a relist when no `pageSize` is set: client-go's pager default. The first
+ * list is what readiness waits for and takes large pages; a relist happens while the store is
+ * full, and smaller pages keep its peak low.
+ */
+const RELIST_PAGE_SIZE = 500;
 const DEFAULT_WATCH_TIMEOUT: [number, number] = [240, 290];
 const IDLE_MARGIN_MS = 30_000;
 const DEFAULT_BACKOFF = { initial: 800, max: 30_000 };
@@ -730,7 +736,11 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
     const text = this.#rest.requestText({
       path: this.#path(),
       accept: this.#options.metadataOnly ? METADATA_LIST_ACCEPT : "application/json",
-      query: this.#query({ limit: this.#options.pageSize ?? DEFAULT_PAGE_SIZE, continue: token }),
+      query: this.#query({
+        limit: this.#options.pageSize ??
+          (this.#status.lists > 1 ? RELIST_PAGE_SIZE : DEFAULT_PAGE_SIZE),
+        continue: token,
+      }),
       signal: AbortSignal.any([this.#signal, controller.signal]),
     }).catch((err) => {
       if (token && isGone(err)) throw new RelistNeeded("the list's continue token expired");
