@@ -18,14 +18,14 @@ export interface RuntimeMemory {
 }
 
 /**
- * Measured on 2026-12-03 (bench/results/2026-12-03-memload-after.md, 10,000 ConfigMaps) and, for
- * the idle figures, 2026-12-02 (bench/results/2026-12-02-final10.md). Deno is the heaviest
- * runtime, so the Deployment's figures come from it.
+ * Measured with 10,000 ConfigMaps: per object in bench/results/2026-12-03-memload-after.md (Bun's
+ * from 2026-12-03-memload-before.md: Bun parses list pages whole, as before), the relist in
+ * 2026-12-03-memload-relist500.md; idle in 2026-12-02-final10.md.
  */
 export const MEASURED_MEMORY: Readonly<Record<"deno" | "bun" | "go", RuntimeMemory>> = {
-  deno: { idleMiB: 75.0, bytesPerObject: 2_430, relistBytesPerObject: 5_800 },
-  bun: { idleMiB: 61.4, bytesPerObject: 3_640, relistBytesPerObject: 2_800 },
-  go: { idleMiB: 30.5, bytesPerObject: 2_180, relistBytesPerObject: 3_300 },
+  deno: { idleMiB: 75.0, bytesPerObject: 2_430, relistBytesPerObject: 2_230 },
+  bun: { idleMiB: 61.4, bytesPerObject: 3_640, relistBytesPerObject: 1_760 },
+  go: { idleMiB: 30.5, bytesPerObject: 2_180, relistBytesPerObject: 3_770 },
 };
 
 /** Cached objects the request is sized for: a small operator's. */
@@ -48,10 +48,25 @@ export function operatorMemoryMiB(
   return m.idleMiB + (objects * perObject) / 2 ** 20;
 }
 
-/** Rounds up to a multiple of 32 MiB, as a Kubernetes quantity. */
-function quantity(mib: number): string {
-  return `${Math.ceil(mib / 32) * 32}Mi`;
+/** Rounds up to a multiple of 32 MiB. */
+function roundUp(mib: number): number {
+  return Math.ceil(mib / 32) * 32;
 }
+
+/** The larger of Deno's and Bun's figure: the Deployment does not know the image's runtime. */
+function heaviest(objects: number, relist: boolean): number {
+  return Math.max(
+    operatorMemoryMiB("deno", objects, relist),
+    operatorMemoryMiB("bun", objects, relist),
+  );
+}
+
+/** The manager container's memory request, in MiB (see {@linkcode managerResources}). */
+export const MEMORY_REQUEST_MIB: number = roundUp(
+  heaviest(REQUEST_OBJECTS, false) * REQUEST_MARGIN,
+);
+/** The manager container's memory limit, in MiB (see {@linkcode managerResources}). */
+export const MEMORY_LIMIT_MIB: number = roundUp(heaviest(LIMIT_OBJECTS, true) * LIMIT_MARGIN);
 
 /**
  * The manager container's resources: the request covers an idle operator with
@@ -62,16 +77,8 @@ export function managerResources(): {
   requests: { cpu: string; memory: string };
   limits: { cpu: string; memory: string };
 } {
-  const heaviest = (objects: number, relist: boolean) =>
-    Math.max(
-      operatorMemoryMiB("deno", objects, relist),
-      operatorMemoryMiB("bun", objects, relist),
-    );
   return {
-    requests: {
-      cpu: "10m",
-      memory: quantity(heaviest(REQUEST_OBJECTS, false) * REQUEST_MARGIN),
-    },
-    limits: { cpu: "500m", memory: quantity(heaviest(LIMIT_OBJECTS, true) * LIMIT_MARGIN) },
+    requests: { cpu: "10m", memory: `${MEMORY_REQUEST_MIB}Mi` },
+    limits: { cpu: "500m", memory: `${MEMORY_LIMIT_MIB}Mi` },
   };
 }
