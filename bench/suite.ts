@@ -275,6 +275,20 @@ function contenders(): Contender[] {
       measures: ["sync", "reconcile-1", "reconcile-10", "startup"],
     },
     {
+      name: "rudder-deno:arena2",
+      label: "Rudder (Deno), + MALLOC_ARENA_MAX=2 (the churn investigation)",
+      command: () => denoCommand(RUDDER, DENO_V8_FLAGS),
+      env: { ...DENO_ENV, MALLOC_ARENA_MAX: "2" },
+      measures: ["churn"],
+    },
+    {
+      name: "rudder-deno:trim",
+      label: "Rudder (Deno), + MALLOC_TRIM_THRESHOLD_=131072, MALLOC_TOP_PAD_=0 (churn)",
+      command: () => denoCommand(RUDDER, DENO_V8_FLAGS),
+      env: { ...DENO_ENV, MALLOC_TRIM_THRESHOLD_: "131072", MALLOC_TOP_PAD_: "0" },
+      measures: ["churn"],
+    },
+    {
       name: "rudder-deno:glibc-defaults",
       label: "Rudder (Deno), glibc's malloc defaults (no MALLOC_MMAP_THRESHOLD_)",
       command: () => denoCommand(RUDDER, DENO_V8_FLAGS),
