@@ -6,9 +6,9 @@
  * controller-runtime on protobuf. See bench/README.md.
  *
  * Usage: deno run -A bench/suite.ts [--rounds 5] [--objects 10000] [--reconcile-objects 2000]
- *   [--latency-seconds 60] [--rate 200] [--measures sync,relist,reconcile,latency,startup]
+ *   [--latency-seconds 60] [--rate 200] [--measures sync,relist,reconcile,latency,startup,churn]
  *   (and `sharding`, not run by default: bench/sharding.ts, Rudder alone)
- *   [--only name,name] [--variants on|off] [--name <suffix>]
+ *   [--churn-minutes 30] [--churn-rate 50] [--only name,name] [--variants on|off] [--name <suffix>]
  *
  * @module
  */
@@ -89,8 +89,27 @@ function log(message: string): void {
   process.stderr.write(`bench: ${message}\n`);
 }
 
-type Measure = "sync" | "relist" | "reconcile-1" | "reconcile-10" | "latency" | "startup";
-const MEASURES: Measure[] = ["sync", "relist", "reconcile-1", "reconcile-10", "latency", "startup"];
+type Measure =
+  | "sync"
+  | "relist"
+  | "reconcile-1"
+  | "reconcile-10"
+  | "latency"
+  | "startup"
+  | "churn";
+const MEASURES: Measure[] = [
+  "sync",
+  "relist",
+  "reconcile-1",
+  "reconcile-10",
+  "latency",
+  "startup",
+  "churn",
+];
+/** What runs without `--measures`: churn takes half an hour per contender, so only when asked. */
+const DEFAULT_MEASURES = MEASURES.filter((m) => m !== "churn");
+/** How often the churn measure reads the contender's memory. */
+const CHURN_SAMPLE_MS = 10_000;
 
 /** One implementation under test, and what it can run. */
 interface Contender {
@@ -164,7 +183,7 @@ function contenders(): Contender[] {
     {
       name: "go-json",
       label: "Go controller-runtime, JSON",
-      measures: ["sync", "relist", "reconcile-1", "reconcile-10", "latency"],
+      measures: ["sync", "relist", "reconcile-1", "reconcile-10", "latency", "churn"],
       prepare: () => void (goBinary ||= buildGoPeer()),
       command: () => [goBinary, "--content-type", "json"],
     },
@@ -310,6 +329,20 @@ function contenders(): Contender[] {
       command: () => denoCommand(RUDDER, DENO_V8_FLAGS),
       env: { ...DENO_ENV, RUDDER_DENO_FETCH: "1" },
       measures: ["sync", "reconcile-1", "reconcile-10", "startup"],
+    },
+    {
+      name: "rudder-deno:arena2",
+      label: "Rudder (Deno), + MALLOC_ARENA_MAX=2 (the churn investigation)",
+      command: () => denoCommand(RUDDER, DENO_V8_FLAGS),
+      env: { ...DENO_ENV, MALLOC_ARENA_MAX: "2" },
+      measures: ["churn"],
+    },
+    {
+      name: "rudder-deno:trim",
+      label: "Rudder (Deno), + MALLOC_TRIM_THRESHOLD_=131072, MALLOC_TOP_PAD_=0 (churn)",
+      command: () => denoCommand(RUDDER, DENO_V8_FLAGS),
+      env: { ...DENO_ENV, MALLOC_TRIM_THRESHOLD_: "131072", MALLOC_TOP_PAD_: "0" },
+      measures: ["churn"],
     },
     {
       name: "rudder-deno:glibc-defaults",
@@ -560,7 +593,7 @@ function lastLines(text: string, count: number): string {
   return plain.split("\n").slice(-count).join("\n");
 }
 
-type Fields = Record<string, number | boolean>;
+type Fields = Record<string, number | boolean | number[][]>;
 
 /** A running contender: its JSON lines as they come, and how it ended. */
 interface Running {
@@ -638,13 +671,17 @@ async function stopChild(running: Running): Promise<void> {
 }
 
 /** Runs `body` with a deadline; kills the contender when it passes. */
-async function withDeadline<T>(running: Running, body: () => Promise<T>): Promise<T> {
+async function withDeadline<T>(
+  running: Running,
+  body: () => Promise<T>,
+  timeoutMs = RUN_TIMEOUT_MS,
+): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
       running.child.kill("SIGKILL");
-      reject(new Error(`no result after ${RUN_TIMEOUT_MS / 1000} s`));
-    }, RUN_TIMEOUT_MS);
+      reject(new Error(`no result after ${timeoutMs / 1000} s`));
+    }, timeoutMs);
   });
   try {
     return await Promise.race([body(), deadline]);
@@ -680,6 +717,8 @@ interface Setting {
    * kubeconfig file and so never loads a YAML parser; Rudder reads a JSON one without it.
    */
   jsonKubeconfig: string;
+  churnMinutes: number;
+  churnRate: number;
   /** The relist measure's proxy, and a kubeconfig that points to it. */
   relist?: { proxy: RelistProxy; kubeconfig: string };
 }
@@ -784,6 +823,7 @@ async function runMeasure(contender: Contender, measure: Measure, s: Setting): P
       return { ...result, achievedRate };
     });
   }
+  if (measure === "churn") return await runChurn(contender, s);
   // startup: process start to /readyz 200, then the idle RSS.
   const port = await freePort();
   const began = performance.now();
@@ -842,6 +882,85 @@ function writeJsonKubeconfig(path: string): string {
   return file;
 }
 
+/**
+ * churn: the latency measure's operator (10 workers, read-only reconciles) under
+ * `--churn-rate` changes per second for `--churn-minutes`; its VmRSS read from outside every
+ * 10 s and its live heap (`heapUsed`, no forced collection) as it reports it; the slopes are
+ * least-squares fits over the last half of the samples, so the warm-up is left out.
+ */
+async function runChurn(contender: Contender, s: Setting): Promise<Fields> {
+  const prefix = `c${Date.now().toString(36)}-${++runCounter}`;
+  const count = Math.round(s.churnRate * s.churnMinutes * 60);
+  const running = start(contender, [
+    ...["--kubeconfig", s.kubeconfig, "--mode", "latency"],
+    ...["--namespace", s.reconcileNamespace, "--objects", String(s.reconcileObjects)],
+    ...["--workers", "10", "--token", prefix, "--count", String(count)],
+    ...["--timeout", `${Math.ceil(s.churnMinutes * 90 + 300)}s`],
+    // Rudder's contender reports its live heap; the Go peer has no such flag.
+    ...(contender.name.startsWith("rudder") ? ["--heap-every-ms", String(CHURN_SAMPLE_MS)] : []),
+  ]);
+  const timeoutMs = RUN_TIMEOUT_MS + s.churnMinutes * 60_000 * 1.5;
+  return await withDeadline(running, async () => {
+    const ready = await nextLine(running);
+    if (!ready.ready) throw new Error("expected the ready line");
+    const pid = running.child.pid!;
+    const began = performance.now();
+    const rss: [number, number][] = [];
+    const sample = () => {
+      try {
+        rss.push([(performance.now() - began) / 60_000, residentMemory(pid).rss]);
+      } catch {
+        // The process is gone: the run fails on its missing result.
+      }
+    };
+    sample();
+    const sampler = setInterval(sample, CHURN_SAMPLE_MS);
+    let achievedRate: number;
+    try {
+      achievedRate = await driveChanges(s, prefix, count, s.churnRate);
+    } finally {
+      clearInterval(sampler);
+    }
+    sample();
+    // The contender's heap samples come as lines of their own, before its result.
+    const heap: [number, number][] = [];
+    let result = await nextLine(running);
+    while (typeof result.heapBytes === "number") {
+      heap.push([(result.atMs as number) / 60_000, result.heapBytes]);
+      result = await nextLine(running);
+    }
+    const heapStart = heap.length ? heap[0][0] : 0;
+    return {
+      achievedRate,
+      rssSlopeMiBPerMin: lastHalfSlope(rss) / 2 ** 20,
+      heapSlopeMiBPerMin: heap.length
+        ? lastHalfSlope(heap.map(([t, v]) => [t - heapStart, v])) / 2 ** 20
+        : NaN,
+      rssStartBytes: rss[0]?.[1] ?? NaN,
+      rssEndBytes: rss[rss.length - 1]?.[1] ?? NaN,
+      rssMaxBytes: Math.max(...rss.map(([, v]) => v)),
+      rssSamples: rss.map(([t, v]) => [Number(t.toFixed(3)), v]),
+      heapSamples: heap.map(([t, v]) => [Number((t - heapStart).toFixed(3)), v]),
+    };
+  }, timeoutMs);
+}
+
+/** The least-squares slope of the second half of `points` (x, y), in y per x. */
+export function lastHalfSlope(points: readonly (readonly [number, number])[]): number {
+  const half = points.slice(Math.floor(points.length / 2));
+  if (half.length < 2) return NaN;
+  const n = half.length;
+  const mx = half.reduce((a, [x]) => a + x, 0) / n;
+  const my = half.reduce((a, [, y]) => a + y, 0) / n;
+  let num = 0;
+  let den = 0;
+  for (const [x, y] of half) {
+    num += (x - mx) * (y - my);
+    den += (x - mx) ** 2;
+  }
+  return den === 0 ? NaN : num / den;
+}
+
 /** A port that was free a moment ago. */
 async function freePort(): Promise<number> {
   const { createServer } = await import("node:net");
@@ -859,8 +978,13 @@ async function freePort(): Promise<number> {
  * Makes `count` changes at `s.rate` per second, round-robin over the reconcile namespace's
  * objects, each a merge patch that carries its send time; returns the rate achieved.
  */
-async function driveChanges(s: Setting, prefix: string, count: number): Promise<number> {
-  const intervalMs = 1000 / s.rate;
+async function driveChanges(
+  s: Setting,
+  prefix: string,
+  count: number,
+  rate = s.rate,
+): Promise<number> {
+  const intervalMs = 1000 / rate;
   const begin = performance.now();
   const inFlight = new Set<Promise<unknown>>();
   for (let seq = 0; seq < count; seq++) {
@@ -972,6 +1096,14 @@ const FIGURES: Record<Measure, [field: string, label: string, format: (v: number
     ["p99Ms", "p99 (ms)", (v) => v.toFixed(1)],
     ["achievedRate", "changes/s made", (v) => v.toFixed(0)],
   ],
+  churn: [
+    ["rssSlopeMiBPerMin", "RSS slope, last half (MiB/min)", (v) => v.toFixed(3)],
+    ["heapSlopeMiBPerMin", "live heap slope, last half (MiB/min)", (v) => v.toFixed(3)],
+    ["rssStartBytes", "RSS when ready (MiB)", (v) => (v / 2 ** 20).toFixed(1)],
+    ["rssEndBytes", "RSS at the end (MiB)", (v) => (v / 2 ** 20).toFixed(1)],
+    ["rssMaxBytes", "highest RSS (MiB)", (v) => (v / 2 ** 20).toFixed(1)],
+    ["achievedRate", "changes/s made", (v) => v.toFixed(0)],
+  ],
   startup: [
     ["readyMs", "start → /readyz 200 (ms)", (v) => v.toFixed(0)],
     ["idleRssBytes", "idle RSS (MiB)", (v) => (v / 2 ** 20).toFixed(1)],
@@ -988,6 +1120,7 @@ const MEASURE_TITLES: Record<Measure, string> = {
   "reconcile-10": "Reconcile throughput, 10 workers",
   latency: "Event → reconcile latency",
   startup: "Start to ready, idle operator",
+  churn: "Memory under churn (slope over the last half)",
 };
 
 /** Per-round ratios of `field` of `contender` against the reference in the same round. */
@@ -1170,7 +1303,9 @@ function parseOptions() {
       "reconcile-objects": { type: "string", default: "2000" },
       "latency-seconds": { type: "string", default: "60" },
       rate: { type: "string", default: "200" },
-      measures: { type: "string", default: MEASURES.join(",") },
+      measures: { type: "string", default: DEFAULT_MEASURES.join(",") },
+      "churn-minutes": { type: "string", default: "30" },
+      "churn-rate": { type: "string", default: "50" },
       only: { type: "string" },
       variants: { type: "string", default: "on" },
       "idle-settle-ms": { type: "string", default: "10000" },
@@ -1204,6 +1339,8 @@ function parseOptions() {
     latencySeconds: number("latency-seconds"),
     rate: number("rate"),
     idleSettleMs: number("idle-settle-ms"),
+    churnMinutes: number("churn-minutes"),
+    churnRate: number("churn-rate"),
     measures,
     sharding,
     contenders: all,
@@ -1255,6 +1392,8 @@ async function main(): Promise<number> {
       latencySeconds: options.latencySeconds,
       rate: options.rate,
       idleSettleMs: options.idleSettleMs,
+      churnMinutes: options.churnMinutes,
+      churnRate: options.churnRate,
     };
     if (options.measures.includes("relist")) {
       relistProxy = await RelistProxy.start(upstreamFromKubeconfig(env.kubeconfigPath));

@@ -14,6 +14,8 @@
  * @module
  */
 
+import { MEMORY_LIMIT_MIB } from "./sizing.ts";
+
 /** What the dashboard is made for. */
 export interface DashboardOptions {
   /** The operator's name: the dashboard's title, uid and file name. */
@@ -65,7 +67,7 @@ const QUANTILES = [0.5, 0.9, 0.99];
  * The generated Deployment's limits (manifests.ts): memory and CPU panels turn red at 90 % of
  * them, before the kubelet kills or throttles the operator.
  */
-const MEMORY_LIMIT_BYTES = 256 * 1024 * 1024;
+const MEMORY_LIMIT_BYTES = MEMORY_LIMIT_MIB * 1024 * 1024;
 const CPU_LIMIT_CORES = 0.5;
 
 /** `metric{SELECT, extra}`. */
@@ -393,7 +395,8 @@ function processRow(): RowSpec {
     panels: [
       {
         title: "Memory",
-        description: "Resident memory by instance. Red at 90 % of the Deployment's 256 MiB " +
+        description:
+          `Resident memory by instance. Red at 90 % of the Deployment's ${MEMORY_LIMIT_MIB} MiB ` +
           "limit: the kubelet kills the pod at the limit; raise it, or cache less (cache " +
           "byObject, label selectors, metadata-only watches).",
         queries: [{

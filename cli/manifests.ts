@@ -40,6 +40,7 @@ import {
 import { dashboardManifests } from "./dashboards.ts";
 import { type DiscoveredController, type Discovery, discoveryScript } from "./discover.ts";
 import { parseReference } from "./oci/reference.ts";
+import { managerResources } from "./sizing.ts";
 import {
   finishShardWebhooks,
   shardedDeployment,
@@ -558,10 +559,8 @@ function deploymentManifest(ctx: ManifestContext): Manifest {
             ],
             ports,
             ...probes,
-            resources: {
-              requests: { cpu: "10m", memory: "64Mi" },
-              limits: { cpu: "500m", memory: "256Mi" },
-            },
+            // From the benchmark suite's measurements, with a margin (./sizing.ts).
+            resources: managerResources(),
             securityContext: {
               allowPrivilegeEscalation: false,
               readOnlyRootFilesystem: true,

@@ -49,6 +49,8 @@ export interface ContenderArgs {
   hold: boolean;
   /** Milliseconds after which the contender gives up and exits non-zero. */
   timeoutMs: number;
+  /** Latency (the churn measure): report the live heap this often, 0 for never. */
+  heapEveryMs: number;
 }
 
 /** Parses the arguments and arms the contender's deadline. */
@@ -70,6 +72,7 @@ export function contenderArgs(args: string[] = process.argv.slice(2)): Contender
       wire: { type: "string", default: "list" },
       gzip: { type: "string", default: "on" },
       hold: { type: "boolean", default: false },
+      "heap-every-ms": { type: "string", default: "0" },
     },
   });
   if (!values.kubeconfig || !values.namespace) {
@@ -95,6 +98,7 @@ export function contenderArgs(args: string[] = process.argv.slice(2)): Contender
     gzip: values.gzip !== "off",
     hold: values.hold,
     timeoutMs,
+    heapEveryMs: Number(values["heap-every-ms"]),
   };
 }
 

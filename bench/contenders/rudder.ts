@@ -183,7 +183,16 @@ async function runController(args: ContenderArgs): Promise<void> {
     }
     await Promise.race([ready, failed]);
     report({ ready: true });
-    await Promise.race([done, failed]);
+    // The churn measure: the live heap as it is, no collection forced, from the ready line on.
+    const heapFrom = performance.now();
+    const heapSampler = args.heapEveryMs > 0
+      ? setInterval(
+        () =>
+          report({ heapBytes: process.memoryUsage().heapUsed, atMs: performance.now() - heapFrom }),
+        args.heapEveryMs,
+      )
+      : undefined;
+    await Promise.race([done, failed]).finally(() => clearInterval(heapSampler));
     const values = [...latencies.values()].sort((a, b) => a - b);
     report({
       p50Ms: quantile(values, 0.5),

@@ -44,7 +44,9 @@ import { WatchDecodeError, type WatchEvent } from "../kube/watch.ts";
 import { sleep } from "../util/abort.ts";
 import type { Clock } from "../util/clock.ts";
 import { errorMessage } from "../util/logging.ts";
+import { runtimeName } from "../util/runtime.ts";
 import { jittered } from "../util/timers.ts";
+import { parseListPage, type SplitListPage } from "./list_page.ts";
 
 const logger = getLogger(["rudder", "cache", "watcher"]);
 
@@ -76,10 +78,10 @@ export interface WatcherOptions {
   /** Watch only metadata (PartialObjectMetadata), for large kinds such as Secrets. */
   metadataOnly?: boolean;
   /**
-   * Objects per page of a paged list; default 5,000: pages that size bound the memory a list
-   * holds at once and cost little more than one unpaged list (measurements under
-   * `streamingList`). The next page is asked for as soon as a page's answer is in, while that
-   * page is parsed and stored, so at most two pages are in memory at once.
+   * Objects per page of a paged list; default 5,000 (500 for a relist, whose peak the full store
+   * adds to): pages that size bound the memory a list holds at once and cost little more than one
+   * unpaged list (measurements under `streamingList`). The next page is asked for as soon as a
+   * page's answer is in, while it is parsed and stored: at most two pages are in memory at once.
    */
   pageSize?: number;
   /**
@@ -136,6 +138,12 @@ export interface Watcher<T> extends AsyncIterable<WatcherEvent<T>> {
 }
 
 const DEFAULT_PAGE_SIZE = 5000;
+/**
+ * Objects per page of a relist when no `pageSize` is set: client-go's pager default. The first
+ * list is what readiness waits for and takes large pages; a relist happens while the store is
+ * full, and smaller pages keep its peak low.
+ */
+const RELIST_PAGE_SIZE = 500;
 const DEFAULT_WATCH_TIMEOUT: [number, number] = [240, 290];
 const IDLE_MARGIN_MS = 30_000;
 const DEFAULT_BACKOFF = { initial: 800, max: 30_000 };
@@ -150,6 +158,12 @@ const SILENT_ENDS_BEFORE_CHECK = 3;
 /** Silence at one resourceVersion, across watches, before a check: above the bookmark period. */
 const SILENCE_BEFORE_CHECK_MS = 75_000;
 const INITIAL_EVENTS_END = "k8s.io/initial-events-end";
+/**
+ * Whether list pages are parsed an item at a time (./list_page.ts). On V8 that lowered a relist's
+ * peak by 10 MiB for 10,000 ConfigMaps; on Bun it raised RSS per cached object by about 700 B
+ * (bench/README.md, "The list path"), so Bun parses a page whole.
+ */
+const SPLIT_PAGES = runtimeName() !== "bun";
 const METADATA_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
 const METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
 
@@ -677,8 +691,8 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
   async *#pagedList(): AsyncGenerator<WatcherEvent<T>, void, undefined> {
     let resourceVersion: string | undefined;
     let next: PageRequest | undefined = this.#requestPage(undefined);
-    // The text is dropped once parsed, and each item once handed out: the generator waits on its
-    // consumer with this frame alive, and neither may outlast its use in it.
+    // The page (its text) is dropped once its items are handed out: the generator waits on its
+    // consumer with this frame alive, and nothing may outlast its use in it.
     let text: string | undefined;
     try {
       while (next) {
@@ -694,15 +708,13 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
           next = token ? this.#requestPage(token) : undefined;
         }
         resourceVersion = page.metadata?.resourceVersion;
-        const items = Array.isArray(page.items) ? page.items : [];
-        for (let i = 0; i < items.length; i++) {
-          const item = items[i];
-          if (typeof item !== "object" || item === null) {
+        // Each item is parsed as it is stored and let go of (./list_page.ts): the page's text
+        // stays until its last item, its parsed objects never all at once.
+        for (let i = 0; i < page.count; i++) {
+          const item = this.#parseItem(page, i);
+          if (typeof item !== "object" || item === null || Array.isArray(item)) {
             throw new WatchProtocolError("a list item that is not an object");
           }
-          // The store keeps a copy when it transforms (the default drops managedFields): the
-          // page lets go of each parsed item as it is handed out.
-          items[i] = undefined;
           yield { type: "InitApply", object: this.#typed(item) };
         }
       }
@@ -724,7 +736,11 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
     const text = this.#rest.requestText({
       path: this.#path(),
       accept: this.#options.metadataOnly ? METADATA_LIST_ACCEPT : "application/json",
-      query: this.#query({ limit: this.#options.pageSize ?? DEFAULT_PAGE_SIZE, continue: token }),
+      query: this.#query({
+        limit: this.#options.pageSize ??
+          (this.#status.lists > 1 ? RELIST_PAGE_SIZE : DEFAULT_PAGE_SIZE),
+        continue: token,
+      }),
       signal: AbortSignal.any([this.#signal, controller.signal]),
     }).catch((err) => {
       if (token && isGone(err)) throw new RelistNeeded("the list's continue token expired");
@@ -735,20 +751,23 @@ class ListWatcher<T extends KubeObject> implements Watcher<T> {
     return { token, text, abort: () => controller.abort() };
   }
 
-  #parsePage(text: string): ListPage {
-    if (text.length === 0) return {};
-    let page: unknown;
+  #parsePage(text: string): SplitListPage {
     try {
-      page = JSON.parse(text);
+      return parseListPage(text, SPLIT_PAGES);
+    } catch (err) {
+      const what = err instanceof SyntaxError ? `JSON (${err.message})` : "an object";
+      throw new WatchProtocolError(`a list page of ${this.#description} is not ${what}`);
+    }
+  }
+
+  #parseItem(page: SplitListPage, index: number): unknown {
+    try {
+      return page.item(index);
     } catch (err) {
       throw new WatchProtocolError(
-        `a list page of ${this.#description} is not JSON (${(err as Error).message})`,
+        `an item of a list page of ${this.#description} is not JSON (${(err as Error).message})`,
       );
     }
-    if (typeof page !== "object" || page === null || Array.isArray(page)) {
-      throw new WatchProtocolError(`a list page of ${this.#description} is not an object`);
-    }
-    return page as ListPage;
   }
 
   /**

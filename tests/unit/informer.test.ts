@@ -270,6 +270,12 @@ describe("Informer", T, () => {
           r.url.searchParams.get("sendInitialEvents") === "true"
         ).length;
         assert.equal(relisted, streamingList ? 2 : 0, `both lists are ${how}s`);
+        if (!streamingList) {
+          const limits = h.server.requests.filter((r) =>
+            r.url.searchParams.get("watch") !== "true" && r.url.searchParams.get("limit") !== "1"
+          ).map((r) => r.url.searchParams.get("limit"));
+          assert.deepEqual(limits, ["5000", "500"], "the relist takes smaller pages");
+        }
       },
     );
   }
