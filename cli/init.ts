@@ -198,15 +198,18 @@ export function runInit(args: string[], io: CommandIO): number {
   return 0;
 }
 
-/** The packages a Node project made with `--local` finds in its `node_modules`. */
-const LINKED_PACKAGES = ["zod", "@logtape/logtape"];
+/**
+ * The packages a Node project made with `--local` finds in its `node_modules`: what its code
+ * imports (its `tracing.ts` the OpenTelemetry SDK, which `rudder build` bundles too).
+ */
+const LINKED_PACKAGES = ["zod", "@logtape/logtape", "@opentelemetry"];
 
 /**
  * Node resolves a project's imports through its `node_modules` only, so with `--local`:
  * `node_modules/@rudder/operator` links to the checkout (its package.json's exports name the
  * TypeScript files, which Node strips: they lie outside any node_modules once the link is
- * followed), and zod and LogTape link to the checkout's own copies, so the project's schemas
- * are built with the very zod Rudder reads.
+ * followed), and zod, LogTape and OpenTelemetry link to the checkout's own copies, so the
+ * project's schemas are built with the very zod Rudder reads.
  */
 function linkCheckoutPackages(checkout: string, dir: string): void {
   const links: [string, string][] = [

@@ -146,6 +146,7 @@ export const EXAMPLE_PATHS = [
   "webhooks/",
   "config/samples/",
   "main.ts",
+  "tracing.ts",
   "rudder.json",
 ];
 

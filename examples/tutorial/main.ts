@@ -6,6 +6,7 @@
  * METRICS_SERVING=insecure-http serves plain HTTP to anyone instead, for local development.
  * Outside a cluster it uses your kubeconfig and needs LEADER_ELECTION_NAMESPACE set (`rudder dev`
  * does all of this for you). LOG_FORMAT=dev prints readable lines instead of JSON.
+ * OTEL_EXPORTER_OTLP_ENDPOINT sends OpenTelemetry traces there (tracing.ts).
  *
  * @module
  */
@@ -53,12 +54,17 @@ export function createManager(overrides: Partial<ManagerOptions> = {}): Manager 
 }
 
 if (import.meta.main) {
+  // The OpenTelemetry SDK is loaded only when there is somewhere to send spans (tracing.ts).
+  const otlp = process.env.OTEL_EXPORTER_OTLP_ENDPOINT ||
+    process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+  const stopTracing = otlp ? (await import("./tracing.ts")).startTracing() : undefined;
   try {
     await configureLogging({
       dev: process.env.LOG_FORMAT === "dev",
       categories: [["website-operator"]],
     });
     await createManager().start(); // until SIGTERM or SIGINT, then a graceful stop
+    await stopTracing?.();
   } catch (err) {
     // One line that names the problem: no stack trace, no page of bundled source.
     console.error(

@@ -211,7 +211,7 @@ describe("rudder dev", () => {
       const kubeconfig = dev.stderr().match(/export KUBECONFIG=(\S+)/)![1];
       const client = newClient(await loadConfig({ kubeconfig }));
       await eventually("the operator leads", () => dev.stdout().includes("Elected leader"), 60_000);
-      assert.match(dev.stderr(), /starting the operator: \S*node main\.ts/);
+      assert.match(dev.stderr(), /starting the operator: \S*node (--\S+ )*main\.ts/);
       const key = { namespace: "default", name: "on-node" };
       await client.create({
         apiVersion: "example.com/v1alpha1",

@@ -135,7 +135,7 @@ describe("rudder init --runtime node", () => {
     assert.match(file(published, "Dockerfile"), /libatomic\.so\.1/);
   });
 
-  it("writes the project and links the checkout, its zod and LogTape into node_modules", async () => {
+  it("writes the project and links the checkout, its zod, LogTape and OpenTelemetry into node_modules", async () => {
     const { code, err } = await runMain(
       ["init", "node-op", "--runtime", "node", "--local", checkout],
       scratch(),
@@ -145,7 +145,7 @@ describe("rudder init --runtime node", () => {
     const rudder = join(dir, "node_modules", "@rudder", "operator");
     assert.ok(lstatSync(rudder).isSymbolicLink());
     assert.equal(readlinkSync(rudder), checkout);
-    for (const name of ["zod", "@logtape/logtape"]) {
+    for (const name of ["zod", "@logtape/logtape", "@opentelemetry/sdk-trace"]) {
       assert.equal(
         realpathSync(join(dir, "node_modules", name)),
         realpathSync(join(checkout, "node_modules", name)),
