@@ -13,8 +13,8 @@
  *   its shard is withdrawn. Owned objects of a gone shard go straight to their owner's new shard,
  *   and so do owned objects left behind on a live shard their settled owner has left. While
  *   hand-overs are under way, it sweeps again every few seconds.
- * - Newly elected, it first waits for a quiet ring (no change for 2 s, at most 5 s), so that
- *   replicas started together share the objects from the start.
+ * - Newly elected alone in its ring, it first waits for a quiet ring (no change for 2 s, at
+ *   most 5 s), so that replicas started together share the objects from the start.
  *
  * @module
  */
@@ -214,7 +214,11 @@ export class Sharder {
       this.#requestSweep(signal, forTypes, kinds);
     });
     logger.info("Sharding ring {ring} as its sharder", { ring: this.#options.ring });
-    await quietRing(this.#options.members, signal);
+    // Alone in the ring, it waits for replicas starting beside it; a sharder that takes over a
+    // ring of several replicas starts at once, so nothing waits longer than the failover.
+    if (this.#options.members.ring.members.length <= 1) {
+      await quietRing(this.#options.members, signal);
+    }
     this.#resweep = () => this.#requestSweep(signal, forTypes, kinds);
     this.#resweep();
     const workers = Array.from({ length: ASSIGN_WORKERS }, async () => {

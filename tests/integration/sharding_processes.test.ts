@@ -31,8 +31,10 @@ import {
 
 // Short shard Leases keep the test quick, but a replica that misses its renew deadline stops by
 // design: on a machine whose cores are busy elsewhere 2 s deadlines were missed (CI, 2026-12-03).
-const LEASE_DURATION = 8_000;
-const RENEW_DEADLINE = 6_000;
+// A sharder's failover (its Lease expiring, then the next election) must stay within
+// MAX_UNASSIGNED_MS, which bounds the Lease from above.
+const LEASE_DURATION = 6_000;
+const RENEW_DEADLINE = 4_500;
 const RETRY_PERIOD = 1_000;
 /** Objects at the start; more are created while the ring changes. */
 const OBJECTS = 150;
