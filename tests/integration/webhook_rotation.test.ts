@@ -262,7 +262,8 @@ describe("rudder manifests for an operator with webhooks", () => {
     }, { crds: [Example.crd()] as never, ...registered });
     const kinds: string[] = [];
     for (const [path, text] of files) {
-      if (path === "kustomization.yaml") continue;
+      // The dashboard's JSON file is for importing into Grafana by hand, not an object.
+      if (path === "kustomization.yaml" || !path.endsWith(".yaml")) continue;
       const object = parse(text);
       await client.create(object);
       kinds.push(object.kind);
@@ -273,6 +274,7 @@ describe("rudder manifests for an operator with webhooks", () => {
       "ClusterRole", // metrics: the reader role for scrapers
       "ClusterRoleBinding",
       "ClusterRoleBinding",
+      "ConfigMap", // the Grafana dashboard, for Grafana's sidecar
       "CustomResourceDefinition",
       "Deployment",
       "MutatingWebhookConfiguration",
