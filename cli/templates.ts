@@ -268,25 +268,46 @@ function denoJson(options: ScaffoldOptions, deps: DependencyVersions): string {
   });
 }
 
-function packageJson(options: ScaffoldOptions, deps: DependencyVersions): string {
+/**
+ * `package.json` of a Bun or a Node project: the same npm scripts run the operator, its tests and
+ * the CLI on either runtime. A Node project runs its tests with `node --test`, asks for Node 26
+ * and installs Bun for `rudder build` (Node has no bundler). With `--local`, `rudder init` links
+ * the checkout and its zod and LogTape into `node_modules` instead of listing dependencies (see
+ * `init.ts`).
+ */
+function packageJson(
+  options: ScaffoldOptions,
+  deps: DependencyVersions,
+  runtime: "bun" | "node",
+): string {
   const src = rudderSources(options);
+  const node = runtime === "node";
+  const cli = node ? src.nodeCli : src.bunCli;
+  const runOperator = node ? RUN_OPERATOR_NODE : RUN_OPERATOR_BUN;
+  const dependencies = options.local ? undefined : publishedDependencies(deps);
   return json({
     name: options.name,
     version: "0.1.0",
     private: true,
     type: "module",
+    ...(node ? { engines: { node: ">=26" } } : {}),
     scripts: {
-      start: RUN_OPERATOR_BUN,
-      run: RUN_OPERATOR_BUN,
-      // Bun's default of 5 s per test and hook is too short to start a local control plane.
-      test: "bun test --timeout 120000",
-      rudder: src.bunCli,
-      dev: `${src.bunCli} dev --runtime bun`,
-      manifests: `${src.bunCli} manifests`,
-      build: `${src.bunCli} build --runtime bun`,
-      ...imageTasks(options, `${src.bunCli} build`),
+      start: runOperator,
+      run: runOperator,
+      // Bun's default of 5 s per test and hook is too short to start a local control plane;
+      // Node's runner finds controllers/*_test.ts itself, and each test states its own timeout.
+      test: node ? "node --test" : "bun test --timeout 120000",
+      rudder: cli,
+      dev: `${cli} dev --runtime ${runtime}`,
+      manifests: `${cli} manifests`,
+      build: `${cli} build --runtime ${runtime}`,
+      ...imageTasks(options, `${cli} build`, runtime),
     },
-    dependencies: options.local ? {} : publishedDependencies(deps),
+    ...(!node
+      ? { dependencies: dependencies ?? {} }
+      : dependencies
+      ? { dependencies, devDependencies: { bun: NODE_PROJECT_BUN_VERSION } }
+      : {}),
   });
 }
 
@@ -299,37 +320,6 @@ function publishedDependencies(deps: DependencyVersions): Record<string, string>
     ...Object.fromEntries(OTEL_PACKAGES.map((name) => [name, `^${deps[name]}`])),
     zod: `^${deps.zod}`,
   };
-}
-
-/**
- * `package.json` of a Node project: npm scripts for everything, `node --test` for its tests.
- * With `--local`, `rudder init` links the checkout and its zod and LogTape into `node_modules`
- * instead of listing dependencies (see `init.ts`).
- */
-function nodePackageJson(options: ScaffoldOptions, deps: DependencyVersions): string {
-  const src = rudderSources(options);
-  return json({
-    name: options.name,
-    version: "0.1.0",
-    private: true,
-    type: "module",
-    engines: { node: ">=26" },
-    scripts: {
-      start: RUN_OPERATOR_NODE,
-      run: RUN_OPERATOR_NODE,
-      // Node's runner finds controllers/*_test.ts itself; each test states its own timeout.
-      test: "node --test",
-      rudder: src.nodeCli,
-      dev: `${src.nodeCli} dev --runtime node`,
-      manifests: `${src.nodeCli} manifests`,
-      build: `${src.nodeCli} build --runtime node`,
-      ...imageTasks(options, `${src.nodeCli} build`, "node"),
-    },
-    ...(options.local ? {} : {
-      dependencies: publishedDependencies(deps),
-      devDependencies: { bun: NODE_PROJECT_BUN_VERSION },
-    }),
-  });
 }
 
 function tsconfigJson(options: ScaffoldOptions): string {
@@ -673,7 +663,7 @@ export function scaffold(
   const node = options.runtime === "node";
   const files = new Map<string, string>([
     ...(node ? [] : [["deno.json", denoJson(options, deps)] as const]),
-    ["package.json", node ? nodePackageJson(options, deps) : packageJson(options, deps)],
+    ["package.json", packageJson(options, deps, node ? "node" : "bun")],
     ["tsconfig.json", tsconfigJson(options)],
     ["rudder.json", rudderJson(options)],
     ["main.ts", renderProjectFile("main.ts", options, templateFlags(options))],

@@ -13,7 +13,6 @@ import {
   crdsOf,
   discoverControllers,
   type DiscoveredController,
-  type DiscoveredWatch,
   discoverModules,
   type Discovery,
 } from "../../cli/discover.ts";
@@ -25,6 +24,7 @@ import { ConfigMap, Deployment, Secret } from "../../lib/api/builtins.ts";
 import { newControllerManagedBy } from "../../lib/controller/builder.ts";
 import { enqueueRequestForObject } from "../../lib/handler/handler.ts";
 import { type MainRun, runMain } from "../support/cli_main.ts";
+import { assertNamespacedLeaseRole, watch } from "../support/manifests.ts";
 
 const Widget = defineResource({
   group: "example.com",
@@ -50,15 +50,6 @@ const settings: ManifestSettings = {
   healthProbeBindAddress: ":8081",
   rbac: [],
 };
-
-function watch(
-  group: string,
-  kind: string,
-  plural: string,
-  role: DiscoveredWatch["role"],
-): DiscoveredWatch {
-  return { group, version: "v1", kind, plural, scope: "Namespaced", role };
-}
 
 const controllers: DiscoveredController[] = [{
   name: "widget",
@@ -198,23 +189,13 @@ describe("generateManifests", () => {
         verbs: ["create", "get", "update"],
       },
     ]);
-    const binding = object("rbac/leader_election_role_binding.yaml");
-    assert.equal(binding.kind, "RoleBinding");
-    assert.equal(binding.metadata.namespace, "widget-system");
-    assert.deepEqual(binding.roleRef, {
-      apiGroup: "rbac.authorization.k8s.io",
-      kind: "Role",
-      name: "widget-operator-leader-election-role",
-    });
-    assert.deepEqual(binding.subjects, [{
-      kind: "ServiceAccount",
-      name: "widget-operator-controller-manager",
-      namespace: "widget-system",
-    }]);
-    // Nothing cluster-wide: no ClusterRole mentions leases.
-    for (const [path, content] of files) {
-      if (parse(content).kind === "ClusterRole") assert.doesNotMatch(content, /leases/, path);
-    }
+    assertNamespacedLeaseRole(
+      object("rbac/leader_election_role_binding.yaml"),
+      files,
+      "widget-operator",
+      "widget-system",
+      "leader-election-role",
+    );
   });
 
   it("lets the manager review scrapers' tokens and access, and gives scrapers a metrics-reader role", () => {

@@ -11,7 +11,6 @@ import { parse } from "yaml";
 import {
   discoverControllers,
   type DiscoveredController,
-  type DiscoveredWatch,
   type Discovery,
 } from "../../cli/discover.ts";
 import { generateManifests, type ManifestSettings } from "../../cli/manifests.ts";
@@ -22,6 +21,7 @@ import { defineResource } from "../../lib/api/resource.ts";
 import { ConfigMap, Secret } from "../../lib/api/builtins.ts";
 import { newControllerManagedBy } from "../../lib/controller/builder.ts";
 import { enqueueRequestForObject } from "../../lib/handler/handler.ts";
+import { assertNamespacedLeaseRole, watch } from "../support/manifests.ts";
 
 const T = { timeout: 10_000 };
 
@@ -34,15 +34,6 @@ const settings: ManifestSettings = {
   rbac: [],
   sharding: { ring: "shardlings", replicas: 3 },
 };
-
-function watch(
-  group: string,
-  kind: string,
-  plural: string,
-  role: DiscoveredWatch["role"],
-): DiscoveredWatch {
-  return { group, version: "v1", kind, plural, scope: "Namespaced", role };
-}
 
 const sharded: DiscoveredController = {
   name: "shardling",
@@ -128,22 +119,13 @@ describe("rudder manifests for a sharded operator", () => {
       verbs: ["create", "delete", "get", "list", "patch", "update", "watch"],
     }]);
     assert.deepEqual(role.rules, SHARD_LEASE_RULES);
-    const binding = object("rbac/shard_role_binding.yaml");
-    assert.equal(binding.kind, "RoleBinding");
-    assert.equal(binding.metadata.namespace, "shard-system");
-    assert.deepEqual(binding.roleRef, {
-      apiGroup: "rbac.authorization.k8s.io",
-      kind: "Role",
-      name: "shard-operator-shard-role",
-    });
-    assert.deepEqual(binding.subjects, [{
-      kind: "ServiceAccount",
-      name: "shard-operator-controller-manager",
-      namespace: "shard-system",
-    }]);
-    for (const [path, content] of files) {
-      if (parse(content).kind === "ClusterRole") assert.doesNotMatch(content, /leases/, path);
-    }
+    assertNamespacedLeaseRole(
+      object("rbac/shard_role_binding.yaml"),
+      files,
+      "shard-operator",
+      "shard-system",
+      "shard-role",
+    );
   });
 
   it("grants get, list, watch and patch on the sharded kind and the kinds it owns", T, () => {
