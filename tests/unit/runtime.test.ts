@@ -1,0 +1,104 @@
+// Which runtime lib/util/runtime.ts says this is, checked against what the runtime itself offers
+// (each runtime runs this file, so each answer is checked where it is true), the order in which
+// its globals decide, and how a timer is released on each kind of timer.
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import process from "node:process";
+import { bun, deno, node, runtimeName, unrefTimer } from "../../lib/util/runtime.ts";
+
+const globals = globalThis as { Deno?: { version?: { deno?: string } }; Bun?: unknown };
+/** What this runtime is, told by its own globals rather than by the module under test. */
+const actual = globals.Deno ? "deno" : globals.Bun ? "bun" : "node";
+
+/** Runs `fn` with a stand-in `Bun` global, on a runtime that has none of its own. */
+function withFakeBun(fake: { version: string }, fn: () => void): void {
+  assert.equal(globals.Bun, undefined);
+  Object.defineProperty(globalThis, "Bun", { value: fake, configurable: true, writable: true });
+  try {
+    fn();
+  } finally {
+    delete globals.Bun;
+  }
+  assert.equal(globals.Bun, undefined);
+}
+
+describe("runtime detection", () => {
+  it(`names this runtime (${actual})`, () => {
+    assert.equal(runtimeName(), actual);
+  });
+
+  it("gives the global of this runtime and nothing for the others", () => {
+    assert.equal(deno(), actual === "deno" ? globals.Deno : undefined);
+    assert.equal(bun(), actual === "bun" ? globals.Bun : undefined);
+    assert.equal(node(), actual === "node" ? process.versions.node : undefined);
+    if (actual === "deno") assert.match(deno()!.version.deno, /^\d+\.\d+\.\d+/);
+    if (actual === "bun") assert.match(bun()!.version, /^\d+\.\d+\.\d+/);
+    if (actual === "node") assert.match(node()!, /^\d+\.\d+\.\d+/);
+  });
+
+  it("does not take Node's version that Deno and Bun claim for Node", () => {
+    // Both offer process.versions.node for compatibility; only the absence of their globals
+    // makes this Node.
+    assert.equal(typeof process.versions.node, "string");
+    assert.equal(node() !== undefined, actual === "node");
+  });
+
+  it("reads the globals at each call: a Bun global makes Node Bun, but Deno stays Deno", {
+    skip: actual === "bun" ? "Bun's own global cannot be replaced" : false,
+  }, () => {
+    const fake = { version: "0.0.1" };
+    withFakeBun(fake, () => {
+      assert.equal(bun(), fake);
+      assert.equal(node(), undefined, "with a Bun global this is not Node");
+      assert.equal(runtimeName(), actual === "deno" ? "deno" : "bun", "Deno is asked first");
+    });
+    assert.equal(runtimeName(), actual);
+    assert.equal(bun(), undefined);
+  });
+});
+
+describe("unrefTimer", () => {
+  it("releases this runtime's own timers", () => {
+    const timer = setTimeout(() => assert.fail("cleared before it fires"), 60_000);
+    try {
+      if (typeof timer === "number") {
+        // Deno's timers are numbers, released by Deno.unrefTimer.
+        assert.equal(actual, "deno");
+        const denoNs = globals.Deno as { unrefTimer(id: number): void };
+        const original = denoNs.unrefTimer;
+        const released: number[] = [];
+        denoNs.unrefTimer = (id: number) => {
+          released.push(id);
+          original.call(denoNs, id);
+        };
+        try {
+          unrefTimer(timer);
+        } finally {
+          denoNs.unrefTimer = original;
+        }
+        assert.deepEqual(released, [timer]);
+      } else {
+        const handle = timer as unknown as { hasRef(): boolean };
+        assert.equal(handle.hasRef(), true);
+        unrefTimer(timer);
+        assert.equal(handle.hasRef(), false);
+      }
+    } finally {
+      clearTimeout(timer);
+    }
+  });
+
+  it("calls unref on a timer object, and leaves one without unref alone", () => {
+    let unrefs = 0;
+    const withUnref = { unref: () => unrefs++ } as unknown as ReturnType<typeof setTimeout>;
+    unrefTimer(withUnref);
+    assert.equal(unrefs, 1);
+    unrefTimer({} as unknown as ReturnType<typeof setTimeout>);
+  });
+
+  it("ignores a number where there is no Deno to release it", {
+    skip: actual === "deno" ? "on Deno a number is a timer id" : false,
+  }, () => {
+    unrefTimer(12345 as unknown as ReturnType<typeof setTimeout>);
+  });
+});
