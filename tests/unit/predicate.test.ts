@@ -217,6 +217,13 @@ describe("the change predicates", () => {
       false,
       "annotations are not labels",
     );
+    assert.equal(
+      labelChangedPredicate.update!(
+        update({ labels: { a: "1" } }, { labels: { a: "1" }, annotations: { b: "2" } }),
+      ),
+      false,
+      "an annotation change alone is not a label change",
+    );
   });
 
   it("annotations: absent and empty are the same, a changed value is a change", () => {
@@ -236,6 +243,13 @@ describe("the change predicates", () => {
       annotationChangedPredicate.update!(update({ labels: { a: "1" } }, {})),
       false,
       "labels are not annotations",
+    );
+    assert.equal(
+      annotationChangedPredicate.update!(
+        update({ annotations: { a: "1" } }, { annotations: { a: "1" }, labels: { b: "2" } }),
+      ),
+      false,
+      "a label change alone is not an annotation change",
     );
   });
 

@@ -78,6 +78,22 @@ function fakeCache() {
   return { cache, state, informer };
 }
 
+/**
+ * `promise`, or a failure naming `what` after `ms`: a broken abort must fail the test, not hang
+ * it (the wait is real only when the code under test is broken).
+ */
+async function within<V>(ms: number, what: string, promise: Promise<V>): Promise<V> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: still pending after ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 type Seen =
   | ["create", CreateEvent<ConfigMap>]
   | ["update", UpdateEvent<ConfigMap>]
@@ -210,9 +226,9 @@ describe("kindSource", T, () => {
     await new Promise((resolve) => setTimeout(resolve, 50));
     assert.equal(synced, false, "not before the handler has synced");
     state.synced = true;
-    await waiting;
+    await within(5_000, "waitForSync once synced", waiting);
     assert.equal(synced, true);
-    await source.waitForSync(AbortSignal.abort()).then(
+    await within(5_000, "waitForSync when synced", source.waitForSync(AbortSignal.abort())).then(
       () => {},
       () => assert.fail("synced already: an aborted signal does not matter"),
     );
@@ -222,12 +238,19 @@ describe("kindSource", T, () => {
     const { cache } = fakeCache();
     const source = kindSource(cache, ConfigMap, recordingHandler().handler);
     const reason = new Error("controller stopped");
-    await assert.rejects(source.waitForSync(AbortSignal.abort(reason)), (err) => err === reason);
+    await assert.rejects(
+      within(
+        5_000,
+        "waitForSync, aborted before start",
+        source.waitForSync(AbortSignal.abort(reason)),
+      ),
+      (err) => err === reason,
+    );
     await source.start(new AbortController().signal, queue);
     const stop = new AbortController();
     const waiting = source.waitForSync(stop.signal);
     stop.abort(reason);
-    await assert.rejects(waiting, (err) => err === reason);
+    await assert.rejects(within(5_000, "waitForSync, aborted", waiting), (err) => err === reason);
   });
 });
 
