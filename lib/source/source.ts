@@ -98,7 +98,10 @@ export function kindSource<T extends KubeObject>(
           }
         },
       });
-      signal.addEventListener("abort", () => registration?.remove(), { once: true });
+      // A controller stopped before this point (watch() after its stop, or a stop while the
+      // informer was being made) has fired its abort already: a listener added now never runs.
+      if (signal.aborted) registration.remove();
+      else signal.addEventListener("abort", () => registration?.remove(), { once: true });
     },
     async waitForSync(signal) {
       await until(() => registration?.hasSynced() ?? false, signal);

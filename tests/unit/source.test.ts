@@ -35,7 +35,7 @@ function cm(name: string, meta: Record<string, unknown> = {}): DeepReadonly<Conf
 }
 
 /** A cache with one informer whose notifications the test sends by hand. */
-function fakeCache() {
+function fakeCache(informerMade: Promise<void> = Promise.resolve()) {
   const state = {
     asked: [] as { kind: string; options?: GetInformerOptions }[],
     handlers: [] as ResourceEventHandler<KubeObject>[],
@@ -54,9 +54,10 @@ function fakeCache() {
     get: unexpected,
     list: unexpected,
     observeWrite: unexpected,
-    getInformer: (type: { kind: string }, options?: GetInformerOptions) => {
+    getInformer: async (type: { kind: string }, options?: GetInformerOptions) => {
       state.asked.push({ kind: type.kind, options });
-      return Promise.resolve({
+      await informerMade;
+      return await Promise.resolve({
         type: ConfigMap,
         addEventHandler: (handler: ResourceEventHandler<KubeObject>) => {
           state.handlers.push(handler);
@@ -214,6 +215,31 @@ describe("kindSource", T, () => {
     stop.abort();
     stop.abort();
     assert.equal(state.removed, 1);
+  });
+
+  it("removes its handler when the controller stopped before the informer was ready", async () => {
+    // A controller's watch() after it stopped starts the source with a stopped signal.
+    const stopped = fakeCache();
+    await kindSource(stopped.cache, ConfigMap, recordingHandler().handler).start(
+      AbortSignal.abort(),
+      queue,
+    );
+    assert.equal(stopped.state.handlers.length, 1);
+    assert.equal(stopped.state.removed, 1, "no handler is left on the shared informer");
+
+    // The controller stops while the cache makes the informer (discovery, a slow start).
+    let ready!: () => void;
+    const slow = fakeCache(new Promise<void>((resolve) => ready = resolve));
+    const stop = new AbortController();
+    const starting = kindSource(slow.cache, ConfigMap, recordingHandler().handler).start(
+      stop.signal,
+      queue,
+    );
+    stop.abort();
+    ready();
+    await starting;
+    assert.equal(slow.state.handlers.length, 1);
+    assert.equal(slow.state.removed, 1);
   });
 
   it("is synced when its handler has heard the initial list", async () => {
