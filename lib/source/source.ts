@@ -136,9 +136,13 @@ export function channelSource<T extends KubeObject>(
     description: "channel source",
     start(signal, queue) {
       const iterator = events[Symbol.asyncIterator]();
-      signal.addEventListener("abort", () => {
+      const close = () => {
         iterator.return?.()?.catch?.(() => {});
-      }, { once: true });
+      };
+      // Started after the controller stopped (watch() after its stop): close it now, since
+      // the abort event has fired already.
+      if (signal.aborted) close();
+      else signal.addEventListener("abort", close, { once: true });
       (async () => {
         try {
           while (!signal.aborted) {

@@ -441,20 +441,14 @@ describe("channelSource", T, () => {
     }
   });
 
-  it("does not read at all when started with a stopped signal", async () => {
-    let reads = 0;
-    const iterable: AsyncIterable<DeepReadonly<ConfigMap>> = {
-      [Symbol.asyncIterator]: () => ({
-        next: () => {
-          reads++;
-          return Promise.resolve({ done: false, value: cm("x") });
-        },
-      }),
-    };
+  it("neither reads nor leaves open a channel started with a stopped signal", async () => {
+    // A controller's watch() after it stopped starts the source with a stopped signal.
+    const ch = channel<DeepReadonly<ConfigMap>>();
+    ch.push(cm("x"));
     const { handler, seen } = recordingHandler();
-    await channelSource<ConfigMap>(iterable, handler).start(AbortSignal.abort(), queue);
+    await channelSource<ConfigMap>(ch.iterable, handler).start(AbortSignal.abort(), queue);
     await new Promise((resolve) => setTimeout(resolve, 10));
-    assert.equal(reads, 0);
     assert.equal(seen.length, 0);
+    assert.equal(ch.returned(), 1, "the iterator is closed, as a stop would close it");
   });
 });
