@@ -10,7 +10,8 @@ import { drainLabel, objectRingKey, shardLabel } from "../../lib/sharding/labels
 import { RingMembers } from "../../lib/sharding/membership.ts";
 import { assignPatch, drainPatch, releasePatch, undrainPatch } from "../../lib/sharding/patches.ts";
 import { HashRing } from "../../lib/sharding/ring.ts";
-import { decideMove, ownedTarget } from "../../lib/sharding/sharder.ts";
+import { decideMove } from "../../lib/sharding/sharder.ts";
+import { ownedTarget } from "../../lib/sharding/writer.ts";
 import { shardAssigner, shardWebhook } from "../../lib/sharding/webhook.ts";
 import { FakeClient } from "../../lib/testing/fake_client/mod.ts";
 import type { AdmissionRequest } from "../../lib/webhook/admission.ts";
