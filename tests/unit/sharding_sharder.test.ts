@@ -56,23 +56,34 @@ describe("label patches", () => {
     };
 
   it("assigns an object with or without labels, and off a dead shard clearing its drain", () => {
-    assert.deepEqual(apply(obj(), assignPatch(undefined, SHARD, DRAIN, "a")).metadata.labels, {
-      [SHARD]: "a",
-    });
     assert.deepEqual(
-      apply(obj({ app: "x" }), assignPatch({ app: "x" }, SHARD, DRAIN, "a")).metadata.labels,
+      apply(obj(), assignPatch(undefined, SHARD, DRAIN, "a", undefined)).metadata.labels,
+      {
+        [SHARD]: "a",
+      },
+    );
+    assert.deepEqual(
+      apply(obj({ app: "x" }), assignPatch({ app: "x" }, SHARD, DRAIN, "a", undefined)).metadata
+        .labels,
       { app: "x", [SHARD]: "a" },
     );
     const dead = { [SHARD]: "dead", [DRAIN]: "true" };
-    assert.deepEqual(apply(obj(dead), assignPatch(dead, SHARD, DRAIN, "b")).metadata.labels, {
-      [SHARD]: "b",
-    });
+    assert.deepEqual(
+      apply(obj(dead), assignPatch(dead, SHARD, DRAIN, "b", undefined)).metadata.labels,
+      {
+        [SHARD]: "b",
+      },
+    );
   });
 
   it("fails instead of overwriting when the labels changed since they were read", () => {
     const read = { [SHARD]: "a" };
-    assert.throws(() => apply(obj({ [SHARD]: "b" }), drainPatch(read, SHARD, DRAIN, "a")));
-    assert.throws(() => apply(obj({ [SHARD]: "b" }), assignPatch(read, SHARD, DRAIN, "c")));
+    assert.throws(() =>
+      apply(obj({ [SHARD]: "b" }), drainPatch(read, SHARD, DRAIN, "a", undefined))
+    );
+    assert.throws(() =>
+      apply(obj({ [SHARD]: "b" }), assignPatch(read, SHARD, DRAIN, "c", undefined))
+    );
     assert.throws(() =>
       apply(
         obj({ [SHARD]: "a" }),
