@@ -79,17 +79,20 @@ export function assignPatch(
   ];
 }
 
-/** Marks an object of `shard` as draining (read at `resourceVersion`). */
+/**
+ * Marks an object of `shard` as draining. Only the sharder writes the mark, so a mark that
+ * appeared meanwhile is the same mark: the object's other changes (a reconciler's status) need
+ * not fail it.
+ */
 export function drainPatch(
   labels: Labels,
   shardKey: string,
   drainKey: string,
   shard: string,
-  resourceVersion: string | undefined,
 ): JsonPatchOperation[] {
   return [
     { op: "test", path: labelPath(shardKey), value: shard },
-    ...setLabel(labels, drainKey, "true", resourceVersion),
+    ...setLabel(labels, drainKey, "true", undefined),
   ];
 }
 

@@ -373,13 +373,12 @@ export class Sharder {
         const decision = decideMove(current, draining, target, alive);
         if (decision === "drain" || (draining && alive(current))) handingOver = true;
         if (decision === "none") continue;
-        const rv = obj.metadata?.resourceVersion;
         await pool.run(async () => {
           if (decision === "move" && !(await claimed(current))) return;
           const done = decision === "drain"
             ? this.#writer.patch(
               obj,
-              drainPatch(labels, this.#shardKey, this.#drainKey, current, rv),
+              drainPatch(labels, this.#shardKey, this.#drainKey, current),
             )
             : decision === "undrain"
             ? this.#writer.patch(obj, undrainPatch(labels, this.#shardKey, this.#drainKey, current))

@@ -78,9 +78,7 @@ describe("label patches", () => {
 
   it("fails instead of overwriting when the labels changed since they were read", () => {
     const read = { [SHARD]: "a" };
-    assert.throws(() =>
-      apply(obj({ [SHARD]: "b" }), drainPatch(read, SHARD, DRAIN, "a", undefined))
-    );
+    assert.throws(() => apply(obj({ [SHARD]: "b" }), drainPatch(read, SHARD, DRAIN, "a")));
     assert.throws(() =>
       apply(obj({ [SHARD]: "b" }), assignPatch(read, SHARD, DRAIN, "c", undefined))
     );
