@@ -15,6 +15,10 @@
  *   hand-overs are under way, it sweeps again every few seconds.
  * - Newly elected alone in its ring, it first waits for a quiet ring (no change for 2 s, at
  *   most 5 s), so that replicas started together share the objects from the start.
+ * - Its writes (in {@linkcode ShardWriter}) test what they read, as the fallback's do: while the
+ *   sharder's replica is gone and its Lease not yet expired, every other member's
+ *   fallback (fallback.ts) assigns unassigned objects and moves a gone shard's objects, and a dead
+ *   shard's Lease, claimed by whichever writer comes first, decides who moves its objects.
  *
  * @module
  */
