@@ -165,6 +165,9 @@ export class Fallback {
       this.forget(type, obj);
       return;
     }
+    const forTypes = this.#options.kinds().map((k) => k.type);
+    // An object of an owned kind that no sharded object owns is not sharding's (most ConfigMaps).
+    if (!forTypes.includes(type) && !controllingOwner(obj, forTypes)) return;
     const key = pendingKey(type, obj);
     const entry = this.#pending.get(key);
     if (entry) {
@@ -207,10 +210,6 @@ export class Fallback {
     }
     const { type, obj } = entry;
     const forTypes = this.#options.kinds().map((k) => k.type);
-    if (!controllingOwner(obj, forTypes) && !forTypes.includes(type)) {
-      this.#pending.delete(key); // an object of an owned kind that no sharded object owns
-      return;
-    }
     entry.busy = true;
     try {
       const target = await this.#options.writer.targetOf(obj, type, forTypes, ring);

@@ -163,7 +163,12 @@ class World {
 describe("the fallback's assignment of unassigned objects", () => {
   it("assigns an object still unassigned after the grace, a child to its owner's shard", async () => {
     const world = new World(
-      [deployment("web", { app: "web" }), childOf("web", "web-config"), deployment("api")],
+      [
+        deployment("web", { app: "web" }),
+        childOf("web", "web-config"),
+        deployment("api"),
+        { apiVersion: "v1", kind: "ConfigMap", metadata: { namespace: NS, name: "plain" } },
+      ],
       [lease("a", 3600), lease("b", 3600)],
     );
     await world.refresh();
@@ -171,6 +176,8 @@ describe("the fallback's assignment of unassigned objects", () => {
     const web = await world.get("Deployment", "web");
     fallback.observe(Deployment, web);
     fallback.observe(ConfigMap, await world.get("ConfigMap", "web-config"));
+    // Owned by nothing sharded: not sharding's.
+    fallback.observe(ConfigMap, await world.get("ConfigMap", "plain"));
 
     await world.advance(GRACE - 1);
     assert.equal(world.patches, 0, "the sharder has the grace to do it first");
@@ -195,6 +202,7 @@ describe("the fallback's assignment of unassigned objects", () => {
     await world.advance(60_000);
     assert.equal(world.patches, 2, "nothing more to do");
     assert.equal((await world.get("Deployment", "api")).metadata?.labels?.[SHARD], "b");
+    assert.equal((await world.get("ConfigMap", "plain")).metadata?.labels, undefined);
     await world.stop();
   });
 
