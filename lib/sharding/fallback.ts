@@ -225,7 +225,7 @@ export class Fallback {
       }
       this.#pending.delete(key);
       this.#options.metrics?.fallbackAssigned(this.#options.ring, type.kind, "unassigned");
-      logger.info("Assigned unassigned {kind} {key} to {shard} in the sharder's stead", {
+      logger.debug("Assigned unassigned {kind} {key} to {shard} in the sharder's stead", {
         kind: type.kind,
         key: objectKey(obj),
         shard: target,

@@ -31,12 +31,14 @@ import {
   unsettled,
 } from "../support/shard_replicas.ts";
 
-// The defaults (ShardingOptions): the sharder's failover takes up to the Lease duration plus a
-// retry period, longer than MAX_UNASSIGNED_MS, so the fallback must bridge it. Only the two
-// SIGKILLs wait for a Lease to expire.
+// The default Lease duration and renew deadline (ShardingOptions): the sharder's failover takes
+// up to the Lease duration plus a retry period, longer than MAX_UNASSIGNED_MS, so the fallback
+// must bridge it. Only the two SIGKILLs wait for a Lease to expire. Retries every 1 s rather than
+// 2 s, so that a restarted replica whose first attempt fails on a busy machine still resumes its
+// shard within the 3 s the restart test allows.
 const LEASE_DURATION = 15_000;
 const RENEW_DEADLINE = 10_000;
-const RETRY_PERIOD = 2_000;
+const RETRY_PERIOD = 1_000;
 /** Objects at the start; more are created while the ring changes. */
 const OBJECTS = 150;
 const CREATED_DURING_CHANGE = 30;
