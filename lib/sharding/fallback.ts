@@ -31,7 +31,7 @@ import { objectKey } from "../cache/store.ts";
 import type { RestClient } from "../kube/rest.ts";
 import { type Clock, realClock, type TimerHandle } from "../util/clock.ts";
 import { errorMessage } from "../util/logging.ts";
-import { controllingOwner, objectRingKey } from "./labels.ts";
+import { controllingOwner, type ObjectReferenceForRing, objectRingKey, ringKey } from "./labels.ts";
 import type { RingMembers } from "./membership.ts";
 import type { ShardingMetrics } from "./metrics.ts";
 import type { HashRing } from "./ring.ts";
@@ -321,28 +321,48 @@ export class Fallback {
     const selector = `${writer.shardKey}=${shard}`;
     const pool = new Pool(MOVE_CONCURRENCY);
     let moved = 0;
-    const children = uniqueKinds(kinds).filter((t) => !forTypes.includes(t));
+    const move = (type: ResourceType<KubeObject>, obj: KubeObject, target: string | undefined) =>
+      pool.run(async () => {
+        if (!target || this.#options.members.ring.has(shard)) return; // or it came back
+        if (!(await writer.assign(obj, target))) return;
+        moved++;
+        this.#options.metrics?.fallbackAssigned(this.#options.ring, type.kind, "dead-shard");
+      });
     try {
-      for (const pass of [children, forTypes]) {
-        for (const type of pass) {
-          for await (const obj of writer.list(type, signal, selector)) {
-            if (signal.aborted) return;
+      // The owners on the gone shard, by key: their children go where they go, without a read.
+      const ring = this.#options.members.ring;
+      const owners: { type: ResourceType<KubeObject>; obj: KubeObject; target?: string }[] = [];
+      const going = new Map<string, string | undefined>();
+      for (const type of forTypes) {
+        for await (const obj of writer.list(type, signal, selector)) {
+          const target = ring.shardFor(objectRingKey(obj, forTypes));
+          owners.push({ type, obj, target });
+          going.set(ringKey(ownKey(type, obj)), target);
+        }
+      }
+      // Children first, so the owner's new shard finds them when it first reconciles the owner.
+      for (const type of uniqueKinds(kinds).filter((t) => !forTypes.includes(t))) {
+        for await (const obj of writer.list(type, signal, selector)) {
+          if (signal.aborted) return;
+          const owner = controllingOwner(obj, forTypes);
+          if (!owner) continue; // not sharding's
+          const key = ringKey(owner);
+          if (going.has(key)) {
+            await move(type, obj, going.get(key));
+          } else {
             await pool.run(async () => {
-              const ring = this.#options.members.ring;
-              if (ring.has(shard)) return; // it came back
-              const owner = controllingOwner(obj, forTypes);
-              const target = owner
-                ? await writer.ownerShard(owner, forTypes, ring)
-                : ring.shardFor(objectRingKey(obj, forTypes));
-              if (!target || !(await writer.assign(obj, target))) return;
-              moved++;
-              this.#options.metrics?.fallbackAssigned(this.#options.ring, type.kind, "dead-shard");
+              const target = await writer.ownerShard(owner, forTypes, this.#options.members.ring);
+              await move(type, obj, target);
             });
           }
         }
-        // Children land first, so the owner's new shard finds them when it first reconciles.
-        await pool.drain();
       }
+      await pool.drain();
+      for (const { type, obj, target } of owners) {
+        if (signal.aborted) return;
+        await move(type, obj, target);
+      }
+      await pool.drain();
     } finally {
       await pool.drain().catch(() => {});
       if (moved > 0) {
@@ -372,6 +392,16 @@ export class Fallback {
       this.#stop.signal.addEventListener("abort", done, { once: true });
     });
   }
+}
+
+/** The key parts of `obj` itself, of `type`. */
+function ownKey(type: ResourceType<KubeObject>, obj: KubeObject): ObjectReferenceForRing {
+  return {
+    group: type.group,
+    kind: type.kind,
+    namespace: obj.metadata?.namespace ?? "",
+    name: obj.metadata?.name ?? "",
+  };
 }
 
 function pendingKey(type: ResourceType<KubeObject>, obj: DeepReadonly<KubeObject>): string {

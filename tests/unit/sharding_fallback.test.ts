@@ -279,6 +279,8 @@ describe("the fallback's takeover of a gone shard", () => {
       objects.push(childOf(`d${i}`, `d${i}-config`, { [SHARD]: "dead" }));
     }
     objects.push(deployment("stays", { [SHARD]: "a" }));
+    // Left behind on the gone shard by an owner that had moved on: it follows its owner.
+    objects.push(childOf("stays", "stays-config", { [SHARD]: "dead" }));
     return new World(objects, [lease("a", 3600), lease("b", 3600), lease("dead", 5)]);
   }
 
@@ -302,7 +304,8 @@ describe("the fallback's takeover of a gone shard", () => {
       assert.equal(child.metadata?.labels?.[SHARD], target, `d${i}'s child with it`);
     }
     assert.equal((await world.get("Deployment", "stays")).metadata?.labels?.[SHARD], "a");
-    assert.equal(world.assigned.length, 10);
+    assert.equal((await world.get("ConfigMap", "stays-config")).metadata?.labels?.[SHARD], "a");
+    assert.equal(world.assigned.length, 11);
     assert.ok(world.assigned.every((a) => a.reason === "dead-shard"));
     const released = await world.fake.get(Lease, { namespace: OPS, name: "dead" });
     assert.equal(released.spec?.holderIdentity, "", "claimed, then released");
@@ -316,9 +319,9 @@ describe("the fallback's takeover of a gone shard", () => {
     world.fallback("b");
     await world.advance(5_010 + DEAD_GRACE);
     for (let i = 0; i < 10; i++) await world.advance(CLAIM_POLL);
-    assert.equal(world.assigned.length, 10, "ten objects, each moved once");
+    assert.equal(world.assigned.length, 11, "eleven objects, each moved once");
     assert.equal(new Set(world.assigned.map((a) => a.replica)).size, 1, "by one replica");
-    assert.equal(world.patches, 10);
+    assert.equal(world.patches, 11);
     await world.stop();
   });
 
@@ -342,7 +345,7 @@ describe("the fallback's takeover of a gone shard", () => {
     await world.advance(DEAD_GRACE + 8_000);
     assert.equal(world.patches, 0, "the claim lasts 10 s");
     await world.advance(3_000);
-    assert.equal(world.assigned.length, 10, "moved once the claim ran out");
+    assert.equal(world.assigned.length, 11, "moved once the claim ran out");
     await world.stop();
   });
 
