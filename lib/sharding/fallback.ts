@@ -43,6 +43,13 @@ const logger = getLogger(["rudder", "sharding", "fallback"]);
  * Milliseconds an object may stay unassigned, once a replica has seen it, before that replica's
  * fallback assigns it: the elected sharder labels it at once, so this is only spent when the
  * sharder is gone. Well inside the 10 s an object may go without a shard.
+ *
+ * @example
+ * ```ts
+ * import { FALLBACK_UNASSIGNED_GRACE_MS } from "@rudder/operator/sharding";
+ *
+ * console.log(FALLBACK_UNASSIGNED_GRACE_MS); // 2500
+ * ```
  */
 export const FALLBACK_UNASSIGNED_GRACE_MS = 2_500;
 /**
