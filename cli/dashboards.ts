@@ -485,8 +485,9 @@ function shardingRow(): RowSpec {
       },
       {
         title: "Shard moves and drains",
-        description: "Objects moved by the sharder and drains acknowledged by shards, per " +
-          "second. Red above 10/s: the ring keeps changing (replicas flapping).",
+        description: "Objects moved by the sharder, drains acknowledged by shards, and objects " +
+          "the other replicas' fallback assigned while the sharder was gone, per second. Red " +
+          "above 10/s: the ring keeps changing (replicas flapping).",
         queries: [
           {
             expr: rate("rudder_shard_moves_total", "ring, kind"),
@@ -495,6 +496,10 @@ function shardingRow(): RowSpec {
           {
             expr: rate("rudder_shard_drains_total", "ring, kind"),
             legend: "{{ring}} {{kind}} drains",
+          },
+          {
+            expr: rate("rudder_shard_fallback_assignments_total", "ring, kind, reason"),
+            legend: "{{ring}} {{kind}} fallback {{reason}}",
           },
         ],
         unit: "ops",

@@ -6,6 +6,9 @@
  * - `rudder_shard_member{ring,shard}`: 1 while this process holds its shard Lease;
  * - `rudder_shard_moves_total{ring,kind}`: objects the sharder moved (drain marks and direct
  *   moves off dead shards);
+ * - `rudder_shard_fallback_assignments_total{ring,kind,reason}`: objects this replica's fallback
+ *   assigned in the sharder's stead (`reason`: `unassigned`, or `dead-shard` for a move off a gone
+ *   shard);
  * - `rudder_shard_drains_total{ring,kind}`: drains this shard acknowledged;
  * - `rudder_shard_drain_duration_seconds{ring,kind}`: from seeing the drain mark to the
  *   acknowledgement.
@@ -29,6 +32,8 @@ export interface ShardingMetrics {
   member(ring: string, shard: string, holding: boolean): void;
   /** The sharder moved one object of `kind`. */
   moved(ring: string, kind: string): void;
+  /** The fallback assigned one object of `kind` (`reason`: `unassigned` or `dead-shard`). */
+  fallbackAssigned(ring: string, kind: string, reason: "unassigned" | "dead-shard"): void;
   /** This shard acknowledged a drain of `kind` that took `seconds`. */
   drained(ring: string, kind: string, seconds: number): void;
   /** Reports this shard's cached objects at each scrape; returns what stops it. */
@@ -76,6 +81,17 @@ export function shardingMetrics(registry: Registry): ShardingMetrics {
       help: "Objects the sharder moved to another shard (drain marks and moves off dead shards).",
       labelNames: ["ring", "kind"],
     }));
+  const fallback = family(
+    registry,
+    "rudder_shard_fallback_assignments_total",
+    () =>
+      new Counter<"ring" | "kind" | "reason">({
+        name: "rudder_shard_fallback_assignments_total",
+        help: "Objects this replica assigned in the sharder's stead: unassigned ones past their " +
+          "grace, and moves off a gone shard.",
+        labelNames: ["ring", "kind", "reason"],
+      }),
+  );
   const drains = family(registry, "rudder_shard_drains_total", () =>
     new Counter<"ring" | "kind">({
       name: "rudder_shard_drains_total",
@@ -104,6 +120,12 @@ export function shardingMetrics(registry: Registry): ShardingMetrics {
     moved: safely("rudder_shard_moves_total", (ring: string, kind: string) => {
       moves.inc({ ring, kind });
     }),
+    fallbackAssigned: safely(
+      "rudder_shard_fallback_assignments_total",
+      (ring: string, kind: string, reason: string) => {
+        fallback.inc({ ring, kind, reason });
+      },
+    ),
     drained: safely("rudder_shard_drains_total", (ring: string, kind: string, seconds: number) => {
       drains.inc({ ring, kind });
       drainDuration.observe({ ring, kind }, seconds);

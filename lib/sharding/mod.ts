@@ -9,6 +9,9 @@
  *   (`shard.rudder.dev/<ring>: <shard>`; owned objects follow their controlling owner) and moves
  *   objects when the ring changes, through a drain mark (`drain.rudder.dev/<ring>: "true"`) that
  *   the old shard acknowledges once its in-flight reconcile has ended;
+ * - every replica's fallback assigns what the sharder has left unassigned past a short grace,
+ *   and moves a gone shard's objects, so that a sharder's failover leaves nothing waiting for
+ *   the next election;
  * - each replica caches only its shard's objects, and an object that moves away is not a delete.
  *
  * @example Two controllers' worth of objects, spread over the replicas
@@ -53,14 +56,22 @@ export {
   ShardGate,
   type ShardGateOptions,
 } from "./shard.ts";
+export { decideMove, type MoveDecision, Sharder, type SharderOptions } from "./sharder.ts";
 export {
-  decideMove,
-  type MoveDecision,
+  type ListPage,
+  type MetadataPage,
+  metadataPages,
   ownedTarget,
   type ShardedKind,
-  Sharder,
-  type SharderOptions,
-} from "./sharder.ts";
+  ShardWriter,
+  type ShardWriterOptions,
+} from "./writer.ts";
+export {
+  Fallback,
+  FALLBACK_DEAD_SHARD_GRACE_MS,
+  FALLBACK_UNASSIGNED_GRACE_MS,
+  type FallbackOptions,
+} from "./fallback.ts";
 export {
   shardAssigner,
   type ShardAssignerOptions,

@@ -15,40 +15,39 @@
  *   hand-overs are under way, it sweeps again every few seconds.
  * - Newly elected alone in its ring, it first waits for a quiet ring (no change for 2 s, at
  *   most 5 s), so that replicas started together share the objects from the start.
+ * - Its writes (in {@linkcode ShardWriter}) test what they read, as the fallback's do: while the
+ *   sharder's replica is gone and its Lease not yet expired, every other member's
+ *   fallback (fallback.ts) assigns unassigned objects and moves a gone shard's objects, and a dead
+ *   shard's Lease, claimed by whichever writer comes first, decides who moves its objects.
  *
  * @module
  */
 
 import { getLogger } from "@logtape/logtape";
 import type { DeepReadonly } from "../api/readonly.ts";
-import { Lease } from "../api/builtins.ts";
-import { type KubeObject, resourcePath, type ResourceType } from "../api/resource.ts";
+import type { KubeObject, ResourceType } from "../api/resource.ts";
 import { Informer } from "../cache/informer.ts";
 import { objectKey } from "../cache/store.ts";
 import type { Client } from "../client/client.ts";
-import type { JsonPatchOperation } from "../client/json_patch.ts";
-import { jsonPatch } from "../client/patch.ts";
-import { isConflict, isInvalid, isNotFound } from "../kube/errors.ts";
 import type { RestClient } from "../kube/rest.ts";
 import { errorMessage } from "../util/logging.ts";
 import { WorkQueue } from "../workqueue/workqueue.ts";
-import {
-  controllingOwner,
-  drainLabel,
-  type ObjectReferenceForRing,
-  objectRingKey,
-  ringKey,
-  shardLabel,
-} from "./labels.ts";
-import { leaseExpiry, type RingMembers } from "./membership.ts";
+import { controllingOwner, objectRingKey, ringKey } from "./labels.ts";
+import type { RingMembers } from "./membership.ts";
 import type { ShardingMetrics } from "./metrics.ts";
-import { assignPatch, drainPatch, undrainPatch } from "./patches.ts";
+import { drainPatch, undrainPatch } from "./patches.ts";
 import type { HashRing } from "./ring.ts";
+import {
+  type ListPage,
+  metadataPages,
+  Pool,
+  type ShardedKind,
+  ShardWriter,
+  uniqueKinds,
+} from "./writer.ts";
 
 const logger = getLogger(["rudder", "sharding", "sharder"]);
 
-const METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
-const DEFAULT_PAGE_SIZE = 500;
 const ASSIGN_WORKERS = 8;
 /** Patches a sweep has in flight at once: a dead shard's thousand objects move in seconds. */
 const SWEEP_CONCURRENCY = 16;
@@ -66,14 +65,6 @@ const SETTLE_SWEEP_MS = 5_000;
 const RING_QUIET_MS = 2_000;
 /** The longest a newly elected sharder waits for a quiet ring (milliseconds). */
 const RING_QUIET_MAX_MS = 5_000;
-
-/** A sharded kind and the kinds that follow it. */
-export interface ShardedKind {
-  /** The kind a sharded controller reconciles (`for`). */
-  type: ResourceType<KubeObject>;
-  /** The kinds it owns (`owns`): each object follows its controlling owner. */
-  owns: readonly ResourceType<KubeObject>[];
-}
 
 /** What to do with an assigned object in a sweep. */
 export type MoveDecision =
@@ -111,23 +102,6 @@ export function decideMove(
   return draining ? "none" : "drain";
 }
 
-/**
- * The shard of an owned object: its owner's shard when the owner is assigned to a live shard and
- * not draining; else the ring shard of the owner's key, where the owner is going.
- */
-export function ownedTarget(
-  ownerKey: string,
-  ownerLabels: Readonly<Record<string, string>> | undefined,
-  ring: HashRing,
-  ringName: string,
-): string | undefined {
-  const ownerShard = ownerLabels?.[shardLabel(ringName)];
-  if (ownerShard && ring.has(ownerShard) && ownerLabels?.[drainLabel(ringName)] !== "true") {
-    return ownerShard;
-  }
-  return ring.shardFor(ownerKey);
-}
-
 /** Options of {@linkcode Sharder}. */
 export interface SharderOptions {
   /** The ring's name. */
@@ -144,6 +118,8 @@ export interface SharderOptions {
   metrics?: Pick<ShardingMetrics, "moved">;
   /** Objects per page in a sweep; default 500. */
   pageSize?: number;
+  /** Reads a page of a metadata list; default from `rest`. */
+  listPage?: ListPage;
   /** The namespace of the shard Leases. */
   leaseNamespace: string;
   /** Who the sharder is, written as the holder of the dead shards' Leases it claims. */
@@ -168,6 +144,7 @@ export class Sharder {
   readonly #options: SharderOptions;
   readonly #shardKey: string;
   readonly #drainKey: string;
+  readonly #writer: ShardWriter;
   #sweeping: Promise<void> | undefined;
   #sweepAgain = false;
   /** Asks for a sweep against the current ring, while running. */
@@ -176,8 +153,12 @@ export class Sharder {
   /** A sharder; {@linkcode Sharder.run} runs it. */
   constructor(options: SharderOptions) {
     this.#options = options;
-    this.#shardKey = shardLabel(options.ring);
-    this.#drainKey = drainLabel(options.ring);
+    this.#writer = new ShardWriter({
+      ...options,
+      listPage: options.listPage ?? metadataPages(options.rest),
+    });
+    this.#shardKey = this.#writer.shardKey;
+    this.#drainKey = this.#writer.drainKey;
   }
 
   /** Assigns and moves objects until `signal` aborts. */
@@ -185,7 +166,7 @@ export class Sharder {
     const kinds = this.#options.kinds();
     const forTypes = kinds.map((k) => k.type);
     const informers = uniqueKinds(kinds).flatMap((type) =>
-      this.#namespacesOf(type).map((namespace) =>
+      this.#writer.namespacesOf(type).map((namespace) =>
         new Informer<KubeObject>(this.#options.rest, type, {
           namespace,
           labelSelector: `!${this.#shardKey}`,
@@ -261,71 +242,16 @@ export class Sharder {
     const ring = this.#options.members.ring;
     if (ring.empty) return false; // every unassigned object is queued again when a shard joins
     const type = informer.type;
-    const isSharded = forTypes.includes(type);
-    let target: string | undefined;
-    const owner = controllingOwner(obj, forTypes);
-    if (owner) {
-      target = await this.#ownerShard(owner, forTypes, ring);
-    } else if (isSharded) {
-      target = ring.shardFor(objectRingKey(obj, forTypes));
-    } else {
-      return false; // an object of an owned kind that no sharded object owns: not ours
-    }
+    // undefined: an object of an owned kind that no sharded object owns, not ours
+    const target = await this.#writer.targetOf(obj, type, forTypes, ring);
     if (!target) return false;
-    const ok = await this.#patch(
-      obj,
-      assignPatch(obj.metadata?.labels, this.#shardKey, this.#drainKey, target),
-    );
+    const ok = await this.#writer.assign(obj, target);
     if (ok) {
       logger.debug("Assigned {kind} {key} to {shard}", { kind: type.kind, key, shard: target });
       // The ring changed while we decided: a sweep that started meanwhile may have missed it.
       if (this.#options.members.ring !== ring) this.#resweep();
     }
     return !ok;
-  }
-
-  /** The shard an object owned by `owner` goes to (its owner read from the API server). */
-  async #ownerShard(
-    owner: ObjectReferenceForRing,
-    forTypes: readonly ResourceType<KubeObject>[],
-    ring: HashRing,
-  ): Promise<string | undefined> {
-    const type = forTypes.find((t) => t.group === owner.group && t.kind === owner.kind)!;
-    let labels: Readonly<Record<string, string>> | undefined;
-    try {
-      const current = await this.#options.client.get(type, owner);
-      labels = current.metadata?.labels;
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
-    return ownedTarget(ringKey(owner), labels, ring, this.#options.ring);
-  }
-
-  /** The shard the owner is settled on (assigned and not draining), if any. */
-  async #settledShard(
-    owner: ObjectReferenceForRing,
-    forTypes: readonly ResourceType<KubeObject>[],
-  ): Promise<string | undefined> {
-    const type = forTypes.find((t) => t.group === owner.group && t.kind === owner.kind)!;
-    try {
-      const labels = (await this.#options.client.get(type, owner)).metadata?.labels;
-      return labels?.[this.#drainKey] === "true" ? undefined : labels?.[this.#shardKey];
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
-  }
-
-  /** Patches `obj`; false when its labels changed under us (or it is gone). */
-  async #patch(obj: DeepReadonly<KubeObject>, ops: JsonPatchOperation[]): Promise<boolean> {
-    try {
-      await this.#options.client.patch(obj, jsonPatch(ops));
-      return true;
-    } catch (err) {
-      if (isNotFound(err)) return true; // gone: nothing left to do
-      if (isInvalid(err) || isConflict(err)) return false;
-      throw err;
-    }
   }
 
   /** Starts a sweep, or asks the running one to run once more when it ends. */
@@ -373,7 +299,7 @@ export class Sharder {
     const claims = new Map<string, Promise<boolean>>();
     const claimed = (shard: string) => {
       let claim = claims.get(shard);
-      if (!claim) claims.set(shard, claim = this.#claim(shard));
+      if (!claim) claims.set(shard, claim = this.#writer.claim(shard));
       return claim;
     };
     try {
@@ -395,7 +321,7 @@ export class Sharder {
     } finally {
       await pool.drain().catch(() => {});
       for (const [shard, claim] of claims) {
-        if (await claim.catch(() => false)) await this.#unclaim(shard);
+        if (await claim.catch(() => false)) await this.#writer.unclaim(shard);
       }
     }
   }
@@ -416,7 +342,7 @@ export class Sharder {
     // Children of a gone shard first, straight to where their owner goes: the owner's new shard
     // then finds them in its cache when it first reconciles the owner.
     for (const type of uniqueKinds(kinds).filter((t) => !forTypes.includes(t))) {
-      for await (const obj of this.#listAssigned(type, signal)) {
+      for await (const obj of this.#writer.list(type, signal)) {
         const current = obj.metadata?.labels?.[this.#shardKey] ?? "";
         const owner = controllingOwner(obj, forTypes);
         if (!owner) continue;
@@ -425,23 +351,17 @@ export class Sharder {
           // over keeps the old label. Once the owner has settled elsewhere, the child follows.
           if (ring.shardFor(ringKey(owner)) === current) continue;
           await pool.run(async () => {
-            const settled = await this.#settledShard(owner, forTypes);
+            const settled = await this.#writer.settledShard(owner, forTypes);
             if (!settled || settled === current || !alive(settled)) return;
-            await this.#patch(
-              obj,
-              assignPatch(obj.metadata?.labels, this.#shardKey, this.#drainKey, settled),
-            );
+            await this.#writer.assign(obj, settled);
           });
           continue;
         }
         await pool.run(async () => {
           if (!(await claimed(current))) return;
-          const target = await this.#ownerShard(owner, forTypes, ring);
+          const target = await this.#writer.ownerShard(owner, forTypes, ring);
           if (!target) return;
-          await this.#patch(
-            obj,
-            assignPatch(obj.metadata?.labels, this.#shardKey, this.#drainKey, target),
-          );
+          await this.#writer.assign(obj, target);
         });
       }
     }
@@ -449,7 +369,7 @@ export class Sharder {
     let moved = 0;
     let handingOver = false;
     for (const type of forTypes) {
-      for await (const obj of this.#listAssigned(type, signal)) {
+      for await (const obj of this.#writer.list(type, signal)) {
         const labels = obj.metadata?.labels;
         const current = labels?.[this.#shardKey] ?? "";
         const draining = labels?.[this.#drainKey] === "true";
@@ -457,14 +377,17 @@ export class Sharder {
         const decision = decideMove(current, draining, target, alive);
         if (decision === "drain" || (draining && alive(current))) handingOver = true;
         if (decision === "none") continue;
-        const ops = decision === "drain"
-          ? drainPatch(labels, this.#shardKey, this.#drainKey, current)
-          : decision === "undrain"
-          ? undrainPatch(labels, this.#shardKey, this.#drainKey, current)
-          : assignPatch(labels, this.#shardKey, this.#drainKey, target!);
         await pool.run(async () => {
           if (decision === "move" && !(await claimed(current))) return;
-          if (!(await this.#patch(obj, ops))) return; // changed: the next sweep sees it
+          const done = decision === "drain"
+            ? this.#writer.patch(
+              obj,
+              drainPatch(labels, this.#shardKey, this.#drainKey, current),
+            )
+            : decision === "undrain"
+            ? this.#writer.patch(obj, undrainPatch(labels, this.#shardKey, this.#drainKey, current))
+            : this.#writer.assign(obj, target!);
+          if (!(await done)) return; // changed: the next sweep sees it
           if (decision !== "undrain") {
             moved++;
             this.#options.metrics?.moved(this.#options.ring, type.kind);
@@ -489,110 +412,6 @@ export class Sharder {
     });
     return handingOver;
   }
-
-  /**
-   * Takes the Lease of a shard the ring counts as gone, as the version the ring saw (so a shard
-   * that renewed or came back meanwhile wins). True when the sharder holds it, or when there is
-   * none (nothing to come back into).
-   */
-  async #claim(shard: string): Promise<boolean> {
-    const lease = this.#options.members.lease(shard);
-    if (!lease) return true;
-    const expiry = leaseExpiry(lease);
-    if (expiry !== undefined && expiry > Date.now()) return false; // it came back
-    const now = new Date().toISOString().replace("Z", "000Z");
-    try {
-      await this.#options.client.update({
-        ...structuredClone(lease) as Lease,
-        spec: {
-          ...structuredClone(lease.spec),
-          holderIdentity: this.#options.identity,
-          leaseDurationSeconds: this.#options.claimSeconds,
-          acquireTime: now,
-          renewTime: now,
-        },
-      });
-      logger.debug("Claimed the Lease of gone shard {shard}", { shard });
-      return true;
-    } catch (err) {
-      if (isConflict(err) || isNotFound(err)) return false; // it changed: the next sweep decides
-      throw err;
-    }
-  }
-
-  /** Releases a claimed Lease once the shard's objects have moved, so the shard may come back. */
-  async #unclaim(shard: string): Promise<void> {
-    try {
-      const lease = await this.#options.client.get(Lease, {
-        namespace: this.#options.leaseNamespace,
-        name: shard,
-      });
-      if (lease.spec?.holderIdentity !== this.#options.identity) return;
-      await this.#options.client.update({
-        ...lease,
-        spec: { ...lease.spec, holderIdentity: "", leaseDurationSeconds: 1 },
-      });
-    } catch (err) {
-      // It expires by itself within claimSeconds.
-      logger.warn("Releasing the Lease of gone shard {shard} failed: {error}", {
-        shard,
-        error: errorMessage(err),
-      });
-    }
-  }
-
-  /** The namespaces to watch `type` in (`undefined`: all of them). */
-  #namespacesOf(type: ResourceType<KubeObject>): (string | undefined)[] {
-    const namespaces = this.#options.namespaces;
-    return type.scope === "Cluster" || !namespaces ? [undefined] : [...namespaces];
-  }
-
-  /** The assigned objects of `type`, page by page (metadata only), namespace by namespace. */
-  async *#listAssigned(
-    type: ResourceType<KubeObject>,
-    signal: AbortSignal,
-  ): AsyncGenerator<KubeObject> {
-    for (const namespace of this.#namespacesOf(type)) {
-      yield* this.#listPages(type, namespace, signal);
-    }
-  }
-
-  async *#listPages(
-    type: ResourceType<KubeObject>,
-    namespace: string | undefined,
-    signal: AbortSignal,
-  ): AsyncGenerator<KubeObject> {
-    let token: string | undefined;
-    do {
-      const page = await this.#options.rest.request<
-        { metadata?: { continue?: string }; items?: KubeObject[] }
-      >({
-        path: resourcePath(type, { namespace }),
-        accept: METADATA_LIST_ACCEPT,
-        query: {
-          labelSelector: this.#shardKey,
-          limit: this.#options.pageSize ?? DEFAULT_PAGE_SIZE,
-          ...(token ? { continue: token } : {}),
-        },
-        signal,
-      });
-      for (const item of page.items ?? []) {
-        yield { ...item, apiVersion: type.apiVersion, kind: type.kind };
-      }
-      token = page.metadata?.continue || undefined;
-    } while (token && !signal.aborted);
-  }
-}
-
-/** Every kind the sharder watches: the sharded ones and their owned ones, each once. */
-function uniqueKinds(kinds: readonly ShardedKind[]): ResourceType<KubeObject>[] {
-  const all: ResourceType<KubeObject>[] = [];
-  for (const kind of kinds) {
-    for (const type of [kind.type, ...kind.owns]) {
-      if (!all.some((t) => t.group === type.group && t.kind === type.kind)) all.push(type);
-    }
-  }
-  return all;
 }
 
 /**
@@ -619,31 +438,4 @@ function quietRing(members: RingMembers, signal: AbortSignal): Promise<void> {
     if (signal.aborted) done();
     else restart();
   });
-}
-
-/** Runs at most `limit` tasks at once; the first failure is rethrown by `run` or `drain`. */
-class Pool {
-  readonly #limit: number;
-  readonly #running = new Set<Promise<void>>();
-  #failure: { error: unknown } | undefined;
-
-  constructor(limit: number) {
-    this.#limit = limit;
-  }
-
-  /** Starts `task` once a slot is free. */
-  async run(task: () => Promise<void>): Promise<void> {
-    while (this.#running.size >= this.#limit) await Promise.race(this.#running);
-    if (this.#failure) throw this.#failure.error;
-    const running: Promise<void> = task().catch((error) => {
-      this.#failure ??= { error };
-    }).finally(() => this.#running.delete(running));
-    this.#running.add(running);
-  }
-
-  /** Waits for every task started. */
-  async drain(): Promise<void> {
-    while (this.#running.size > 0) await Promise.race(this.#running);
-    if (this.#failure) throw this.#failure.error;
-  }
 }

@@ -7,7 +7,10 @@
  *    a replica that cannot renew within `renewDeadline` stops them and fails, as on losing
  *    leadership; a graceful stop stops them first and then releases the Lease;
  * 3. competes for the `<ring>-sharder` Lease and, while it holds it, runs the
- *    {@linkcode Sharder}.
+ *    {@linkcode Sharder};
+ * 4. runs the {@linkcode Fallback}: while the sharder's replica is gone and its Lease not yet
+ *    expired, this member assigns objects left unassigned past a short grace and moves the
+ *    objects of shards that left the ring, so that no object waits for the next election.
  *
  * The sharded kinds (and the kinds they own) are cached with the selector
  * `shard.rudder.dev/<ring>=<shard>`, and an object that leaves it is dropped without a delete.
@@ -36,8 +39,10 @@ import { RingMembers } from "./membership.ts";
 import { type ShardingMetrics, shardingMetrics } from "./metrics.ts";
 import type { ResolvedShardingOptions } from "./options.ts";
 import { CONTROLLER_UID_FIELD, controllerUID, Departures, ShardGate } from "./shard.ts";
-import { type ShardedKind, Sharder } from "./sharder.ts";
+import { Fallback } from "./fallback.ts";
+import { Sharder } from "./sharder.ts";
 import { shardAssigner, shardWebhookPath } from "./webhook.ts";
+import { metadataPages, type ShardedKind, ShardWriter } from "./writer.ts";
 
 const logger = getLogger(["rudder", "sharding"]);
 
@@ -83,6 +88,8 @@ export class Sharding implements ShardingHost, Runnable {
   readonly #selected = new Set<string>();
   readonly #controllers: Runnable[] = [];
   #holding = false;
+  /** Whether this replica runs the sharder now. */
+  #sharder = false;
   #started = false;
 
   /** Sharding for a manager; it runs as one of the manager's runnables. */
@@ -208,13 +215,14 @@ export class Sharding implements ShardingHost, Runnable {
     const watching = leases.run(background.signal);
     leases.waitForSync(background.signal).then(refresh, () => {});
     const sharding = this.#runSharderElection(background.signal);
+    const fallback = this.#runFallback(background.signal);
     try {
       await this.#holdShard(signal);
     } finally {
       background.abort();
       this.members.stop();
       stopCounting();
-      await Promise.allSettled([watching, sharding]);
+      await Promise.allSettled([watching, sharding, fallback]);
       logger.info("Stopped sharding as {shard} in ring {ring}", { shard: shardName, ring });
     }
   }
@@ -297,6 +305,7 @@ export class Sharding implements ShardingHost, Runnable {
       const sharderStop = new AbortController();
       try {
         await elector.elected();
+        this.#sharder = true;
         sharder = new Sharder({
           ring: this.#options.ring,
           kinds: () => this.#kinds,
@@ -320,11 +329,46 @@ export class Sharding implements ShardingHost, Runnable {
       } finally {
         sharderStop.abort();
         await sharder?.catch(() => {});
+        this.#sharder = false;
         stop.abort();
         await holding.catch(() => {});
         signal.removeEventListener("abort", onAbort);
       }
       if (!signal.aborted) await sleep(this.#options.retryPeriod, signal);
+    }
+  }
+
+  /** Runs the fallback until `signal` aborts. */
+  async #runFallback(signal: AbortSignal): Promise<void> {
+    const { ring, shardName } = this.#options;
+    const namespaces = this.#namespaces();
+    const fallback = new Fallback({
+      ring,
+      kinds: () => this.#kinds,
+      members: this.members,
+      writer: new ShardWriter({
+        ring,
+        members: this.members,
+        client: this.#deps.client,
+        listPage: metadataPages(this.#deps.rest),
+        namespaces,
+        leaseNamespace: this.#options.namespace,
+        identity: `${ring}-fallback/${shardName}`,
+        claimSeconds: Math.ceil(this.#options.leaseDuration / 1000),
+      }),
+      member: () => this.#holding,
+      sharder: () => this.#sharder,
+      metrics: this.#metrics,
+    });
+    try {
+      await fallback.run(this.#deps.rest, namespaces, signal);
+    } catch (err) {
+      if (!signal.aborted) {
+        logger.warn("The sharding fallback of {ring} stopped: {error}", {
+          ring,
+          error: errorMessage(err),
+        });
+      }
     }
   }
 

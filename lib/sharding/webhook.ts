@@ -14,7 +14,7 @@ import { isNotFound } from "../kube/errors.ts";
 import { type AdmissionHandlerFunc, allowed } from "../webhook/admission.ts";
 import { controllingOwner, objectRingKey, ringKey, shardLabel } from "./labels.ts";
 import type { RingMembers } from "./membership.ts";
-import { ownedTarget } from "./sharder.ts";
+import { ownedTarget } from "./writer.ts";
 import { labelPath } from "./patches.ts";
 
 /** The path of a ring's webhook: `/shard-<ring>`. */

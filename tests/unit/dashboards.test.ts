@@ -31,6 +31,7 @@ const SHARDING_METRICS = [
   "rudder_shard_ring_members",
   "rudder_shard_moves_total",
   "rudder_shard_drains_total",
+  "rudder_shard_fallback_assignments_total",
   "rudder_shard_drain_duration_seconds_bucket",
   "rudder_shard_drain_duration_seconds_sum",
   "rudder_shard_drain_duration_seconds_count",

@@ -10,7 +10,8 @@ import { drainLabel, objectRingKey, shardLabel } from "../../lib/sharding/labels
 import { RingMembers } from "../../lib/sharding/membership.ts";
 import { assignPatch, drainPatch, releasePatch, undrainPatch } from "../../lib/sharding/patches.ts";
 import { HashRing } from "../../lib/sharding/ring.ts";
-import { decideMove, ownedTarget } from "../../lib/sharding/sharder.ts";
+import { decideMove } from "../../lib/sharding/sharder.ts";
+import { ownedTarget } from "../../lib/sharding/writer.ts";
 import { shardAssigner, shardWebhook } from "../../lib/sharding/webhook.ts";
 import { FakeClient } from "../../lib/testing/fake_client/mod.ts";
 import type { AdmissionRequest } from "../../lib/webhook/admission.ts";
@@ -55,23 +56,32 @@ describe("label patches", () => {
     };
 
   it("assigns an object with or without labels, and off a dead shard clearing its drain", () => {
-    assert.deepEqual(apply(obj(), assignPatch(undefined, SHARD, DRAIN, "a")).metadata.labels, {
-      [SHARD]: "a",
-    });
     assert.deepEqual(
-      apply(obj({ app: "x" }), assignPatch({ app: "x" }, SHARD, DRAIN, "a")).metadata.labels,
+      apply(obj(), assignPatch(undefined, SHARD, DRAIN, "a", undefined)).metadata.labels,
+      {
+        [SHARD]: "a",
+      },
+    );
+    assert.deepEqual(
+      apply(obj({ app: "x" }), assignPatch({ app: "x" }, SHARD, DRAIN, "a", undefined)).metadata
+        .labels,
       { app: "x", [SHARD]: "a" },
     );
     const dead = { [SHARD]: "dead", [DRAIN]: "true" };
-    assert.deepEqual(apply(obj(dead), assignPatch(dead, SHARD, DRAIN, "b")).metadata.labels, {
-      [SHARD]: "b",
-    });
+    assert.deepEqual(
+      apply(obj(dead), assignPatch(dead, SHARD, DRAIN, "b", undefined)).metadata.labels,
+      {
+        [SHARD]: "b",
+      },
+    );
   });
 
   it("fails instead of overwriting when the labels changed since they were read", () => {
     const read = { [SHARD]: "a" };
     assert.throws(() => apply(obj({ [SHARD]: "b" }), drainPatch(read, SHARD, DRAIN, "a")));
-    assert.throws(() => apply(obj({ [SHARD]: "b" }), assignPatch(read, SHARD, DRAIN, "c")));
+    assert.throws(() =>
+      apply(obj({ [SHARD]: "b" }), assignPatch(read, SHARD, DRAIN, "c", undefined))
+    );
     assert.throws(() =>
       apply(
         obj({ [SHARD]: "a" }),
