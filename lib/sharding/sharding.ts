@@ -28,6 +28,7 @@ import type { RestClient } from "../kube/rest.ts";
 import { LeaderElectionLostError, LeaderElector } from "../leaderelection/leader_election.ts";
 import type { Registry } from "../metrics/registry.ts";
 import type { Runnable } from "../util/runnable.ts";
+import { collectGarbage, unrefTimer } from "../util/runtime.ts";
 import { errorMessage } from "../util/logging.ts";
 import { admissionHandler } from "../webhook/admission.ts";
 import type { WebhookServer } from "../webhook/server.ts";
@@ -40,6 +41,16 @@ import { type ShardedKind, Sharder } from "./sharder.ts";
 import { shardAssigner, shardWebhookPath } from "./webhook.ts";
 
 const logger = getLogger(["rudder", "sharding"]);
+
+/**
+ * Objects that must have left this shard's cache, or been moved by its sharder, in one burst
+ * before the burst ends with a full garbage collection; and the quiet, in milliseconds, that
+ * ends a burst. A large hand-over leaves the decoded objects, patches and list pages of the
+ * burst behind as garbage; Bun keeps the pages that peak took until a full collection gives
+ * them back, so a replica that once held far more than its share would stay that large.
+ */
+const BURST_COLLECT_MIN = 100;
+const BURST_QUIET_MS = 2_000;
 
 /** What {@linkcode Sharding} needs from its manager. */
 export interface ShardingDeps {
@@ -82,6 +93,7 @@ export class Sharding implements ShardingHost, Runnable {
   /** The kinds whose cache settings carry the shard selector. */
   readonly #selected = new Set<string>();
   readonly #controllers: Runnable[] = [];
+  readonly #burst: BurstCollector;
   #holding = false;
   #started = false;
 
@@ -98,6 +110,7 @@ export class Sharding implements ShardingHost, Runnable {
     this.members.onChange((ring) =>
       this.#metrics.ringMembers(this.#options.ring, ring.members.length)
     );
+    this.#burst = new BurstCollector(BURST_COLLECT_MIN, BURST_QUIET_MS);
   }
 
   /** This replica's shard name. */
@@ -198,6 +211,7 @@ export class Sharding implements ShardingHost, Runnable {
     const { ring, shardName, namespace } = this.#options;
     const background = new AbortController();
     const stopCounting = this.#metrics.countObjects(() => this.#countObjects());
+    const stopNoting = this.#departures.onDeparture(() => this.#burst.note());
     const leases = new Informer(this.#deps.rest, Lease, {
       namespace,
       labelSelector: `${RING_LABEL}=${ring}`,
@@ -214,6 +228,8 @@ export class Sharding implements ShardingHost, Runnable {
       background.abort();
       this.members.stop();
       stopCounting();
+      stopNoting();
+      this.#burst.stop();
       await Promise.allSettled([watching, sharding]);
       logger.info("Stopped sharding as {shard} in ring {ring}", { shard: shardName, ring });
     }
@@ -303,7 +319,13 @@ export class Sharding implements ShardingHost, Runnable {
           members: this.members,
           rest: this.#deps.rest,
           client: this.#deps.client,
-          metrics: this.#metrics,
+          metrics: {
+            ...this.#metrics,
+            moved: (ring, kind) => {
+              this.#metrics.moved(ring, kind);
+              this.#burst.note();
+            },
+          },
           namespaces: this.#namespaces(),
           leaseNamespace: this.#options.namespace,
           identity: `${sharderLeaseName(this.#options.ring)}/${this.#options.shardName}`,
@@ -402,6 +424,55 @@ export class Sharding implements ShardingHost, Runnable {
       }
     }
     return counts;
+  }
+}
+
+/**
+ * Counts the events of a burst (objects leaving, objects moved) and, once `quietMs` pass without
+ * one after at least `min` of them, runs one full garbage collection: never on the hot path of
+ * a hand-over, at most once per burst.
+ */
+export class BurstCollector {
+  readonly #min: number;
+  readonly #quietMs: number;
+  readonly #collect: () => boolean;
+  #count = 0;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+
+  /** A collector; `collect` runs the collection (default: the runtime's, if it offers one). */
+  constructor(min: number, quietMs: number, collect: () => boolean = collectGarbage) {
+    this.#min = min;
+    this.#quietMs = quietMs;
+    this.#collect = collect;
+  }
+
+  /** One more event of the current burst. */
+  note(): void {
+    this.#count++;
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => this.#end(), this.#quietMs);
+    unrefTimer(this.#timer);
+  }
+
+  /** Forgets the current burst without collecting. */
+  stop(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#count = 0;
+  }
+
+  #end(): void {
+    const events = this.#count;
+    this.#timer = undefined;
+    this.#count = 0;
+    if (events < this.#min) return;
+    const started = performance.now();
+    if (this.#collect()) {
+      logger.debug("Collected garbage after a burst of {events} hand-overs in {ms} ms", {
+        events,
+        ms: Math.round(performance.now() - started),
+      });
+    }
   }
 }
 
