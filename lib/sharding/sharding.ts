@@ -28,7 +28,8 @@ import type { RestClient } from "../kube/rest.ts";
 import { LeaderElectionLostError, LeaderElector } from "../leaderelection/leader_election.ts";
 import type { Registry } from "../metrics/registry.ts";
 import type { Runnable } from "../util/runnable.ts";
-import { collectGarbage, unrefTimer } from "../util/runtime.ts";
+import { type Clock, realClock, type TimerHandle } from "../util/clock.ts";
+import { collectGarbage } from "../util/runtime.ts";
 import { errorMessage } from "../util/logging.ts";
 import { admissionHandler } from "../webhook/admission.ts";
 import type { WebhookServer } from "../webhook/server.ts";
@@ -110,7 +111,7 @@ export class Sharding implements ShardingHost, Runnable {
     this.members.onChange((ring) =>
       this.#metrics.ringMembers(this.#options.ring, ring.members.length)
     );
-    this.#burst = new BurstCollector(BURST_COLLECT_MIN, BURST_QUIET_MS);
+    this.#burst = new BurstCollector({ min: BURST_COLLECT_MIN, quietMs: BURST_QUIET_MS });
   }
 
   /** This replica's shard name. */
@@ -427,36 +428,45 @@ export class Sharding implements ShardingHost, Runnable {
   }
 }
 
+/** Options of {@linkcode BurstCollector}. */
+export interface BurstCollectorOptions {
+  /** Events a burst must have had to be worth a collection. */
+  min: number;
+  /** Milliseconds without an event that end a burst. */
+  quietMs: number;
+  /** Runs the collection; default the runtime's, if it offers one ({@linkcode collectGarbage}). */
+  collect?: () => boolean;
+  /** Timers; default the real clock. */
+  clock?: Clock;
+}
+
 /**
  * Counts the events of a burst (objects leaving, objects moved) and, once `quietMs` pass without
  * one after at least `min` of them, runs one full garbage collection: never on the hot path of
  * a hand-over, at most once per burst.
  */
 export class BurstCollector {
-  readonly #min: number;
-  readonly #quietMs: number;
-  readonly #collect: () => boolean;
+  readonly #options: BurstCollectorOptions;
+  readonly #clock: Clock;
   #count = 0;
-  #timer: ReturnType<typeof setTimeout> | undefined;
+  #timer: TimerHandle | undefined;
 
-  /** A collector; `collect` runs the collection (default: the runtime's, if it offers one). */
-  constructor(min: number, quietMs: number, collect: () => boolean = collectGarbage) {
-    this.#min = min;
-    this.#quietMs = quietMs;
-    this.#collect = collect;
+  /** A collector of bursts as `options` define them. */
+  constructor(options: BurstCollectorOptions) {
+    this.#options = options;
+    this.#clock = options.clock ?? realClock;
   }
 
   /** One more event of the current burst. */
   note(): void {
     this.#count++;
-    clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => this.#end(), this.#quietMs);
-    unrefTimer(this.#timer);
+    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
+    this.#timer = this.#clock.setTimeout(() => this.#end(), this.#options.quietMs);
   }
 
   /** Forgets the current burst without collecting. */
   stop(): void {
-    clearTimeout(this.#timer);
+    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#count = 0;
   }
@@ -465,9 +475,9 @@ export class BurstCollector {
     const events = this.#count;
     this.#timer = undefined;
     this.#count = 0;
-    if (events < this.#min) return;
+    if (events < this.#options.min) return;
     const started = performance.now();
-    if (this.#collect()) {
+    if ((this.#options.collect ?? collectGarbage)()) {
       logger.debug("Collected garbage after a burst of {events} hand-overs in {ms} ms", {
         events,
         ms: Math.round(performance.now() - started),
