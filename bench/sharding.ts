@@ -115,6 +115,12 @@ export interface ShardingBenchResult {
   shards: ReplicaFigures[];
   /** The sharder (holder of the `<ring>-sharder` Lease) when the shards were measured. */
   sharder?: string;
+  /**
+   * Seconds after the shards were started at which each one acquired its shard Lease, and the
+   * sharder its sharder Lease (`sharder`): replicas started together that join the ring further
+   * apart than the sharder waits for a quiet ring find every object given to the first.
+   */
+  joinedAfter?: Record<string, number>;
   /** Objects whose shard changed when one more replica joined, over all objects. */
   movedFraction: number;
   /** Seconds each phase took to settle. */
@@ -251,6 +257,25 @@ async function probe(replica: Replica, n: number): Promise<MemoryProbe | undefin
   return undefined;
 }
 
+/** When each Lease of `names` was acquired (its `acquireTime`), wall-clock ms. */
+async function acquired(
+  client: Client,
+  namespace: string,
+  names: string[],
+): Promise<Record<string, number>> {
+  const times: Record<string, number> = {};
+  for (const name of names) {
+    try {
+      const lease = await client.get(Lease, { namespace, name });
+      const at = lease.spec?.acquireTime ? Date.parse(lease.spec.acquireTime) : NaN;
+      if (Number.isFinite(at)) times[name] = at;
+    } catch {
+      // Never acquired.
+    }
+  }
+  return times;
+}
+
 /** The holder of the ring's sharder Lease. */
 async function sharderOf(client: Client, namespace: string): Promise<string | undefined> {
   try {
@@ -361,11 +386,19 @@ export async function runShardingBench(
     const soloFirst = await solo("solo-first", "solo-first");
 
     const names = Array.from({ length: options.replicas }, (_, i) => `shard-${i + 1}`);
+    const shardsStarted = Date.now();
     const shards = names.map((name) => replicas.start(name));
     await Promise.all(shards.map(serving));
     settleSeconds.shards = await settle(client, namespace, names, replicas, log, peaks);
     await sleep(options.idleSettleMs);
     sharder = await sharderOf(client, namespace);
+    const times = await acquired(client, namespace, [...names, sharderLeaseName(RING)]);
+    const joinedAfter = Object.fromEntries(
+      Object.entries(times).map((
+        [name, at],
+      ) => [name === sharderLeaseName(RING) ? "sharder" : name, (at - shardsStarted) / 1000]),
+    );
+    log(`joined after: ${JSON.stringify(joinedAfter)}`);
     const shardFigures = await figures(shards, peaks, sharder, probes);
     log(
       `shards: ${JSON.stringify(shardFigures)} (settled in ${settleSeconds.shards.toFixed(1)} s)`,
@@ -396,6 +429,7 @@ export async function runShardingBench(
       soloLast,
       shards: shardFigures,
       sharder,
+      joinedAfter,
       movedFraction,
       settleSeconds,
       load,
@@ -408,6 +442,8 @@ export async function runShardingBench(
   }
 }
 
+const sortedEntries = (record: Record<string, number>) =>
+  Object.entries(record).sort(([a], [b]) => a.localeCompare(b));
 const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
 const pct = (fraction: number) => `${(fraction * 100).toFixed(1)} %`;
 
@@ -447,6 +483,17 @@ export function shardingMarkdown(result: ShardingBenchResult): string {
     "peak RSS: VmHWM, the most the process ever held; live heap: the JavaScript heap after a " +
     "full collection (Bun: JSC's heapSize; Deno: V8's heapUsed), then RSS after it.",
     "",
+    ...(result.joinedAfter
+      ? [
+        `Started together, the shards acquired their Leases after ${
+          sortedEntries(result.joinedAfter).filter(([n]) => n !== "sharder")
+            .map(([n, s]) => `${n} ${s.toFixed(1)} s`).join(", ")
+        }; the sharder Lease was acquired after ${
+          result.joinedAfter.sharder?.toFixed(1) ?? "?"
+        } s.`,
+        "",
+      ]
+      : []),
     `A replica joining ${options.replicas} moved ${pct(result.movedFraction)} of the objects ` +
     `(ideal: ${pct(1 / (options.replicas + 1))}).`,
     "",
