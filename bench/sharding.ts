@@ -454,6 +454,8 @@ export function shardingMarkdown(result: ShardingBenchResult): string {
   const solo = Math.min(result.soloFirst.rssBytes, result.soloLast.rssBytes);
   const live = (f: ReplicaFigures) => f.probe?.after?.heap ?? f.probe?.before.heap;
   const soloLive = Math.min(live(result.soloFirst) ?? NaN, live(result.soloLast) ?? NaN);
+  const afterGC = (f: ReplicaFigures) => f.probe?.after?.rss;
+  const soloAfterGC = Math.min(afterGC(result.soloFirst) ?? NaN, afterGC(result.soloLast) ?? NaN);
   const ratio = (value: number | undefined, of: number) =>
     value === undefined || !Number.isFinite(of) ? "" : (value / of).toFixed(2);
   const row = (f: ReplicaFigures, name: string, share: string) =>
@@ -465,7 +467,7 @@ export function shardingMarkdown(result: ShardingBenchResult): string {
       mib(f.anonBytes)
     } | ${live(f) === undefined ? "" : mib(live(f)!)} | ${ratio(live(f), soloLive)} | ${
       f.probe?.after ? mib(f.probe.after.rss) : ""
-    } |`;
+    } | ${ratio(afterGC(f), soloAfterGC)} |`;
   const lines = [
     `## Sharding: ${options.replicas} replicas, ${options.objects} Shardlings with a ConfigMap each`,
     "",
@@ -473,15 +475,16 @@ export function shardingMarkdown(result: ShardingBenchResult): string {
       result.load.after || "?"
     }; the sharder while the shards were measured: ${result.sharder ?? "?"}.`,
     "",
-    "| replica | Shardlings cached | most while settling | vs even share | ConfigMaps cached | RSS MiB (min–max) | RSS / one replica holding all | peak RSS MiB | anonymous MiB | live heap MiB | live heap / one holding all | RSS after full GC MiB |",
-    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    "| replica | Shardlings cached | most while settling | vs even share | ConfigMaps cached | RSS MiB (min–max) | RSS / one replica holding all | peak RSS MiB | anonymous MiB | live heap MiB | live heap / one holding all | RSS after full GC MiB | RSS after full GC / one holding all |",
+    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ...result.shards.map((f) => row(f, f.name, pct(f.shardlings / even - 1))),
     ...[result.soloFirst, result.soloLast].map((f) => row(f, `${f.name} (all objects)`, "")),
     "",
     "RSS: the median of " + `${RSS_ROUNDS} rounds of ${RSS_SAMPLES} readings, ` +
     `${RSS_ROUND_PAUSE_MS / 1000} s apart, after ${options.idleSettleMs / 1000} s idle; ` +
     "peak RSS: VmHWM, the most the process ever held; live heap: the JavaScript heap after a " +
-    "full collection (Bun: JSC's heapSize; Deno: V8's heapUsed), then RSS after it.",
+    "full collection (Bun: JSC's heapSize; Deno: V8's heapUsed), then RSS after it. Each " +
+    "ratio is to the smaller of the two replicas holding all.",
     "",
     ...(result.joinedAfter
       ? [
