@@ -11,6 +11,8 @@
  *
  * The sharded kinds (and the kinds they own) are cached with the selector
  * `shard.rudder.dev/<ring>=<shard>`, and an object that leaves it is dropped without a delete.
+ * A burst of hand-overs (objects leaving this shard, objects its sharder moved) ends with one full
+ * garbage collection where the runtime offers one ({@linkcode BurstCollector}).
  *
  * @module
  */
