@@ -58,7 +58,9 @@ const RETRY_MS = 1_000;
 export class Departures {
   readonly #drainKey: string;
   readonly #expected = new Set<string>();
-  readonly #listeners = new Set<DepartureListener>();
+  readonly #listeners = new Set<
+    (type: ResourceType<KubeObject>, obj: DeepReadonly<KubeObject>) => void
+  >();
 
   /** Departures of `ring`. */
   constructor(ring: string) {
@@ -86,18 +88,17 @@ export class Departures {
     return departed;
   }
 
-  /** Calls `listener` on every departure from now on; returns what stops it. */
-  onDeparture(listener: DepartureListener): () => void {
+  /**
+   * Calls `listener` on every departure from now on, with the object's kind and its last cached
+   * state; returns what stops it.
+   */
+  onDeparture(
+    listener: (type: ResourceType<KubeObject>, obj: DeepReadonly<KubeObject>) => void,
+  ): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
   }
 }
-
-/** Told of an object that left this shard's cache: `obj` is its last cached state. */
-export type DepartureListener = (
-  type: ResourceType<KubeObject>,
-  obj: DeepReadonly<KubeObject>,
-) => void;
 
 function departureKey(type: ResourceType<KubeObject>, obj: DeepReadonly<KubeObject>): string {
   return `${type.group}/${type.kind}|${obj.metadata?.namespace ?? ""}/${obj.metadata?.name ?? ""}`;
