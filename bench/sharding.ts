@@ -7,7 +7,10 @@
  *   share;
  * - memory: each replica's resident set against one replica of the same process type holding
  *   every object, in the same run (that replica runs once before the shards, creating the
- *   children, and once after them, taking every object over by moves as the shards did);
+ *   children, and once after them, taking every object over by moves as the shards did): the
+ *   median of 3 rounds of readings 5 s apart, its peak (VmHWM), and, from the replica's memory
+ *   probe (examples/sharded-operator/memory_probe.ts), its heap and resident set after a full
+ *   collection; which replica was the sharder, and the most objects each cached while settling;
  * - the fraction of objects that move when a fourth replica joins.
  *
  * Runs alone (`deno task bench:sharding`, writing bench/results/<date>-sharding.{md,json}) or as
@@ -28,7 +31,10 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { type Client, newClient } from "../lib/client/client.ts";
 import { isAlreadyExists } from "../lib/kube/errors.ts";
+import { Lease } from "../lib/api/builtins.ts";
+import { sharderLeaseName } from "../lib/sharding/labels.ts";
 import { Environment } from "../lib/testing/envtest.ts";
+import type { MemoryProbe } from "../examples/sharded-operator/memory_probe.ts";
 import { Shardling } from "../examples/sharded-operator/api/shardling.ts";
 import { RING } from "../examples/sharded-operator/main.ts";
 import {
@@ -36,7 +42,6 @@ import {
   createShardlings,
   metricValue,
   type Replica,
-  residentBytes,
   ShardReplicas,
   unsettled,
 } from "../tests/support/shard_replicas.ts";
@@ -54,9 +59,13 @@ const BUN = join(ROOT, "node_modules", "bun", "bin", "bun.exe");
 const LEASE = { leaseDuration: 15_000, renewDeadline: 10_000, retryPeriod: 2_000 };
 /** How long a ring may take to settle after a change, 3,000 objects on a loaded machine. */
 const SETTLE_TIMEOUT_MS = 20 * 60_000;
-/** Resident-memory samples per replica, and the pause between them. */
+/** Rounds of resident-memory readings per replica, the pause between rounds, samples per round and the pause between them. */
+const RSS_ROUNDS = 3;
+const RSS_ROUND_PAUSE_MS = 5_000;
 const RSS_SAMPLES = 5;
 const RSS_PAUSE_MS = 500;
+/** How long a replica may take to answer its memory probe. */
+const PROBE_TIMEOUT_MS = 30_000;
 
 /** What the benchmark runs with. */
 export interface ShardingBenchOptions {
@@ -77,8 +86,22 @@ export interface ReplicaFigures {
   shardlings: number;
   /** ConfigMaps its cache holds (`rudder_shard_objects{kind="ConfigMap"}`). */
   configMaps: number;
-  /** Median resident set, bytes. */
+  /** Median resident set over every reading, bytes. */
   rssBytes: number;
+  /** The lowest and the highest reading, bytes. */
+  rssRange: [number, number];
+  /** The median of each round, bytes. */
+  rssRounds: number[];
+  /** Peak resident set of the process's life (VmHWM), bytes. */
+  peakRssBytes: number;
+  /** Anonymous resident memory (RssAnon) at the last reading, bytes. */
+  anonBytes: number;
+  /** The memory probe: heap and resident set before and after a full collection. */
+  probe?: MemoryProbe;
+  /** The most Shardlings its cache held while the ring settled. */
+  peakShardlings: number;
+  /** Whether it held the sharder's Lease when measured. */
+  sharder: boolean;
 }
 
 /** What the benchmark measured. */
@@ -90,6 +113,14 @@ export interface ShardingBenchResult {
   soloLast: ReplicaFigures;
   /** Each of the `replicas` shards. */
   shards: ReplicaFigures[];
+  /** The sharder (holder of the `<ring>-sharder` Lease) when the shards were measured. */
+  sharder?: string;
+  /**
+   * Seconds after the shards were started at which each one acquired its shard Lease, and the
+   * sharder its sharder Lease (`sharder`): replicas started together that join the ring further
+   * apart than the sharder waits for a quiet ring find every object given to the first.
+   */
+  joinedAfter?: Record<string, number>;
   /** Objects whose shard changed when one more replica joined, over all objects. */
   movedFraction: number;
   /** Seconds each phase took to settle. */
@@ -130,6 +161,29 @@ async function installCRD(client: Client): Promise<void> {
   }
 }
 
+/** Shardlings each replica's cache held at most while settling, by replica name. */
+type Peaks = Map<string, number>;
+
+/** Reads each running replica's Shardlings into `peaks`, keeping the most seen. */
+async function notePeaks(replicas: ShardReplicas, peaks: Peaks): Promise<void> {
+  await Promise.all(replicas.running.map(async (replica) => {
+    try {
+      const url = await Promise.race([replica.metricsURL, sleep(100).then(() => undefined)]);
+      if (!url) return;
+      const text = await (await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(5_000) }))
+        .text();
+      const n = metricValue(text, "rudder_shard_objects", {
+        ring: RING,
+        shard: replica.name,
+        kind: "Shardling",
+      }) ?? 0;
+      peaks.set(replica.name, Math.max(peaks.get(replica.name) ?? 0, n));
+    } catch {
+      // Stopping, or too busy to answer this once.
+    }
+  }));
+}
+
 /**
  * Waits until the objects are settled on `shards`; returns the seconds it took. Fails at once
  * when one of `replicas` has exited, with the end of its output.
@@ -140,10 +194,12 @@ async function settle(
   shards: string[],
   replicas: ShardReplicas,
   log: (message: string) => void,
+  peaks?: Peaks,
 ): Promise<number> {
   const started = performance.now();
   let lastLog = started;
   for (;;) {
+    if (peaks) await notePeaks(replicas, peaks);
     const gone = replicas.all.find((r) => shards.includes(r.name) && r.exitedAt !== undefined);
     if (gone) {
       throw new Error(`${gone.name} exited while settling: ${gone.output().slice(-3000)}`);
@@ -171,25 +227,116 @@ async function serving(replica: Replica): Promise<string> {
   ]);
 }
 
-/** A settled replica's figures: its cache from its metrics, its median resident set. */
-async function figures(replica: Replica): Promise<ReplicaFigures> {
-  const url = await serving(replica);
-  const text = await (await fetch(`${url}/metrics`)).text();
-  const objects = (kind: string) =>
-    metricValue(text, "rudder_shard_objects", { ring: RING, shard: replica.name, kind }) ?? 0;
-  const samples: number[] = [];
-  for (let i = 0; i < RSS_SAMPLES; i++) {
-    const rss = residentBytes(replica.pid);
-    if (rss === undefined) throw new Error(`${replica.name} is gone`);
-    samples.push(rss);
-    await sleep(RSS_PAUSE_MS);
+/** A field of `/proc/<pid>/status` in bytes. */
+function statusBytes(pid: number, field: string): number | undefined {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const kib = status.match(new RegExp(`^${field}:\\s+(\\d+) kB`, "m"))?.[1];
+    return kib ? Number(kib) * 1024 : undefined;
+  } catch {
+    return undefined;
   }
-  return {
-    name: replica.name,
-    shardlings: objects("Shardling"),
-    configMaps: objects("ConfigMap"),
-    rssBytes: median(samples),
-  };
+}
+
+/** Asks `replica` for its memory probe (SIGUSR2) and waits for the answer. */
+async function probe(replica: Replica, n: number): Promise<MemoryProbe | undefined> {
+  process.kill(replica.pid, "SIGUSR2");
+  const started = performance.now();
+  while (performance.now() - started < PROBE_TIMEOUT_MS) {
+    for (const line of replica.output().split("\n").reverse()) {
+      if (!line.startsWith(`{"memoryProbe":`)) continue;
+      try {
+        const found = (JSON.parse(line) as { memoryProbe: MemoryProbe }).memoryProbe;
+        if (found.n === n) return found;
+      } catch {
+        // Cut off at the start of the kept output.
+      }
+    }
+    await sleep(200);
+  }
+  return undefined;
+}
+
+/** When each Lease of `names` was acquired (its `acquireTime`), wall-clock ms. */
+async function acquired(
+  client: Client,
+  namespace: string,
+  names: string[],
+): Promise<Record<string, number>> {
+  const times: Record<string, number> = {};
+  for (const name of names) {
+    try {
+      const lease = await client.get(Lease, { namespace, name });
+      const at = lease.spec?.acquireTime ? Date.parse(lease.spec.acquireTime) : NaN;
+      if (Number.isFinite(at)) times[name] = at;
+    } catch {
+      // Never acquired.
+    }
+  }
+  return times;
+}
+
+/** The holder of the ring's sharder Lease. */
+async function sharderOf(client: Client, namespace: string): Promise<string | undefined> {
+  try {
+    const lease = await client.get(Lease, { namespace, name: sharderLeaseName(RING) });
+    return lease.spec?.holderIdentity ?? undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Settled replicas' figures, read side by side: their caches from their metrics, their resident
+ * sets in rounds, then each one's memory probe (its full collection comes last, as it changes
+ * what the replica holds).
+ */
+async function figures(
+  replicas: Replica[],
+  peaks: Peaks,
+  sharder: string | undefined,
+  probes: Map<Replica, number>,
+): Promise<ReplicaFigures[]> {
+  const samples = new Map<Replica, number[]>(replicas.map((r) => [r, []]));
+  const rounds = new Map<Replica, number[]>(replicas.map((r) => [r, []]));
+  for (let round = 0; round < RSS_ROUNDS; round++) {
+    if (round > 0) await sleep(RSS_ROUND_PAUSE_MS);
+    const thisRound = new Map<Replica, number[]>(replicas.map((r) => [r, []]));
+    for (let i = 0; i < RSS_SAMPLES; i++) {
+      for (const replica of replicas) {
+        const rss = statusBytes(replica.pid, "VmRSS");
+        if (rss === undefined) throw new Error(`${replica.name} is gone`);
+        samples.get(replica)!.push(rss);
+        thisRound.get(replica)!.push(rss);
+      }
+      await sleep(RSS_PAUSE_MS);
+    }
+    for (const replica of replicas) rounds.get(replica)!.push(median(thisRound.get(replica)!));
+  }
+  const result: ReplicaFigures[] = [];
+  for (const replica of replicas) {
+    const url = await serving(replica);
+    const text = await (await fetch(`${url}/metrics`)).text();
+    const objects = (kind: string) =>
+      metricValue(text, "rudder_shard_objects", { ring: RING, shard: replica.name, kind }) ?? 0;
+    const all = samples.get(replica)!;
+    const n = (probes.get(replica) ?? 0) + 1;
+    probes.set(replica, n);
+    result.push({
+      name: replica.name,
+      shardlings: objects("Shardling"),
+      configMaps: objects("ConfigMap"),
+      rssBytes: median(all),
+      rssRange: [Math.min(...all), Math.max(...all)],
+      rssRounds: rounds.get(replica)!,
+      peakRssBytes: statusBytes(replica.pid, "VmHWM") ?? 0,
+      anonBytes: statusBytes(replica.pid, "RssAnon") ?? 0,
+      probe: await probe(replica, n),
+      peakShardlings: Math.max(peaks.get(replica.name) ?? 0, objects("Shardling")),
+      sharder: sharder === replica.name,
+    });
+  }
+  return result;
 }
 
 /**
@@ -209,12 +356,16 @@ export async function runShardingBench(
     namespace,
     recordDir,
     ...LEASE,
+    env: { MEMORY_PROBE: "1" },
     runtime: options.runtime === "bun"
       ? { executable: BUN, deno: false }
       : { executable: "Deno" in globalThis ? process.execPath : "deno", deno: true },
   });
   const load = { before: loadavg(), after: "" };
   const settleSeconds: Record<string, number> = {};
+  const peaks: Peaks = new Map();
+  const probes = new Map<Replica, number>();
+  let sharder: string | undefined;
   try {
     await installCRD(client);
     await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } });
@@ -225,9 +376,9 @@ export async function runShardingBench(
     const solo = async (name: string, phase: string) => {
       const replica = replicas.start(name);
       await serving(replica);
-      settleSeconds[phase] = await settle(client, namespace, [name], replicas, log);
+      settleSeconds[phase] = await settle(client, namespace, [name], replicas, log, peaks);
       await sleep(options.idleSettleMs);
-      const result = await figures(replica);
+      const [result] = await figures([replica], peaks, name, probes);
       await replicas.stop(replica, "SIGTERM");
       log(`${phase}: ${JSON.stringify(result)} (settled in ${settleSeconds[phase].toFixed(1)} s)`);
       return result;
@@ -235,12 +386,20 @@ export async function runShardingBench(
     const soloFirst = await solo("solo-first", "solo-first");
 
     const names = Array.from({ length: options.replicas }, (_, i) => `shard-${i + 1}`);
+    const shardsStarted = Date.now();
     const shards = names.map((name) => replicas.start(name));
     await Promise.all(shards.map(serving));
-    settleSeconds.shards = await settle(client, namespace, names, replicas, log);
+    settleSeconds.shards = await settle(client, namespace, names, replicas, log, peaks);
     await sleep(options.idleSettleMs);
-    const shardFigures: ReplicaFigures[] = [];
-    for (const shard of shards) shardFigures.push(await figures(shard));
+    sharder = await sharderOf(client, namespace);
+    const times = await acquired(client, namespace, [...names, sharderLeaseName(RING)]);
+    const joinedAfter = Object.fromEntries(
+      Object.entries(times).map((
+        [name, at],
+      ) => [name === sharderLeaseName(RING) ? "sharder" : name, (at - shardsStarted) / 1000]),
+    );
+    log(`joined after: ${JSON.stringify(joinedAfter)}`);
+    const shardFigures = await figures(shards, peaks, sharder, probes);
     log(
       `shards: ${JSON.stringify(shardFigures)} (settled in ${settleSeconds.shards.toFixed(1)} s)`,
     );
@@ -269,6 +428,8 @@ export async function runShardingBench(
       soloFirst,
       soloLast,
       shards: shardFigures,
+      sharder,
+      joinedAfter,
       movedFraction,
       settleSeconds,
       load,
@@ -281,6 +442,8 @@ export async function runShardingBench(
   }
 }
 
+const sortedEntries = (record: Record<string, number>) =>
+  Object.entries(record).sort(([a], [b]) => a.localeCompare(b));
 const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
 const pct = (fraction: number) => `${(fraction * 100).toFixed(1)} %`;
 
@@ -289,26 +452,51 @@ export function shardingMarkdown(result: ShardingBenchResult): string {
   const { options } = result;
   const even = options.objects / options.replicas;
   const solo = Math.min(result.soloFirst.rssBytes, result.soloLast.rssBytes);
+  const live = (f: ReplicaFigures) => f.probe?.after?.heap ?? f.probe?.before.heap;
+  const soloLive = Math.min(live(result.soloFirst) ?? NaN, live(result.soloLast) ?? NaN);
+  const afterGC = (f: ReplicaFigures) => f.probe?.after?.rss;
+  const soloAfterGC = Math.min(afterGC(result.soloFirst) ?? NaN, afterGC(result.soloLast) ?? NaN);
+  const ratio = (value: number | undefined, of: number) =>
+    value === undefined || !Number.isFinite(of) ? "" : (value / of).toFixed(2);
+  const row = (f: ReplicaFigures, name: string, share: string) =>
+    `| ${name}${
+      f.sharder && name.startsWith("shard") ? " (sharder)" : ""
+    } | ${f.shardlings} | ${f.peakShardlings} | ${share} | ${f.configMaps} | ${mib(f.rssBytes)} (${
+      mib(f.rssRange[0])
+    }–${mib(f.rssRange[1])}) | ${(f.rssBytes / solo).toFixed(2)} | ${mib(f.peakRssBytes)} | ${
+      mib(f.anonBytes)
+    } | ${live(f) === undefined ? "" : mib(live(f)!)} | ${ratio(live(f), soloLive)} | ${
+      f.probe?.after ? mib(f.probe.after.rss) : ""
+    } | ${ratio(afterGC(f), soloAfterGC)} |`;
   const lines = [
     `## Sharding: ${options.replicas} replicas, ${options.objects} Shardlings with a ConfigMap each`,
     "",
     `Replicas on ${options.runtime === "deno" ? "Deno" : "Bun"}; load ${result.load.before} → ${
       result.load.after || "?"
-    }.`,
+    }; the sharder while the shards were measured: ${result.sharder ?? "?"}.`,
     "",
-    "| replica | Shardlings cached | vs even share | ConfigMaps cached | RSS MiB | RSS / one replica holding all |",
-    "| --- | ---: | ---: | ---: | ---: | ---: |",
-    ...result.shards.map((s) =>
-      `| ${s.name} | ${s.shardlings} | ${pct(s.shardlings / even - 1)} | ${s.configMaps} | ${
-        mib(s.rssBytes)
-      } | ${(s.rssBytes / solo).toFixed(2)} |`
-    ),
-    ...[result.soloFirst, result.soloLast].map((s) =>
-      `| ${s.name} (all objects) | ${s.shardlings} | | ${s.configMaps} | ${mib(s.rssBytes)} | ${
-        (s.rssBytes / solo).toFixed(2)
-      } |`
-    ),
+    "| replica | Shardlings cached | most while settling | vs even share | ConfigMaps cached | RSS MiB (min–max) | RSS / one replica holding all | peak RSS MiB | anonymous MiB | live heap MiB | live heap / one holding all | RSS after full GC MiB | RSS after full GC / one holding all |",
+    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ...result.shards.map((f) => row(f, f.name, pct(f.shardlings / even - 1))),
+    ...[result.soloFirst, result.soloLast].map((f) => row(f, `${f.name} (all objects)`, "")),
     "",
+    "RSS: the median of " + `${RSS_ROUNDS} rounds of ${RSS_SAMPLES} readings, ` +
+    `${RSS_ROUND_PAUSE_MS / 1000} s apart, after ${options.idleSettleMs / 1000} s idle; ` +
+    "peak RSS: VmHWM, the most the process ever held; live heap: the JavaScript heap after a " +
+    "full collection (Bun: JSC's heapSize; Deno: V8's heapUsed), then RSS after it. Each " +
+    "ratio is to the smaller of the two replicas holding all.",
+    "",
+    ...(result.joinedAfter
+      ? [
+        `Started together, the shards acquired their Leases after ${
+          sortedEntries(result.joinedAfter).filter(([n]) => n !== "sharder")
+            .map(([n, s]) => `${n} ${s.toFixed(1)} s`).join(", ")
+        }; the sharder Lease was acquired after ${
+          result.joinedAfter.sharder?.toFixed(1) ?? "?"
+        } s.`,
+        "",
+      ]
+      : []),
     `A replica joining ${options.replicas} moved ${pct(result.movedFraction)} of the objects ` +
     `(ideal: ${pct(1 / (options.replicas + 1))}).`,
     "",

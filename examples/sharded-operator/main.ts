@@ -14,7 +14,8 @@
  * SHARD_LEASE_DURATION_MS, SHARD_RENEW_DEADLINE_MS and SHARD_RETRY_PERIOD_MS shorten the shard
  * Leases (the tests use 3 s); RECORD_FILE records each reconcile's start and end
  * (controllers/record.ts); METRICS_SERVING=insecure-http serves metrics over plain HTTP, for
- * local development; LOG_FORMAT=dev prints readable lines instead of JSON.
+ * local development; LOG_FORMAT=dev prints readable lines instead of JSON; MEMORY_PROBE=1 prints
+ * the replica's memory on SIGUSR2, for the sharding benchmark (memory_probe.ts).
  *
  * @module
  */
@@ -24,6 +25,7 @@ import process from "node:process";
 import { configureLogging, Manager, type ManagerOptions } from "@rudder/operator";
 import { describeError } from "@rudder/operator/manager";
 import { setupShardlingController } from "./controllers/shardling_controller.ts";
+import { installMemoryProbe } from "./memory_probe.ts";
 
 /** The ring the replicas share: rudder.json's `sharding.ring` is the same. */
 export const RING = "shardlings";
@@ -84,6 +86,7 @@ if (import.meta.main) {
       dev: process.env.LOG_FORMAT === "dev",
       categories: [["sharded-operator"]],
     });
+    await installMemoryProbe();
     await createManager().start(); // until SIGTERM or SIGINT; the shard's Lease is released
   } catch (err) {
     // One line that names the problem: no stack trace, no page of bundled source.

@@ -17,7 +17,7 @@
 
 import { getLogger } from "@logtape/logtape";
 import type { DeepReadonly } from "../api/readonly.ts";
-import type { KubeObject, ResourceType } from "../api/resource.ts";
+import { gvkKey, type KubeObject, type ResourceType } from "../api/resource.ts";
 import type { Cache } from "../cache/cache.ts";
 import type { Client } from "../client/client.ts";
 import { jsonPatch } from "../client/patch.ts";
@@ -58,6 +58,9 @@ const RETRY_MS = 1_000;
 export class Departures {
   readonly #drainKey: string;
   readonly #expected = new Set<string>();
+  readonly #listeners = new Set<
+    (type: ResourceType<KubeObject>, obj: DeepReadonly<KubeObject>) => void
+  >();
 
   /** Departures of `ring`. */
   constructor(ring: string) {
@@ -74,10 +77,26 @@ export class Departures {
     this.#expected.delete(departureKey(type, obj));
   }
 
-  /** Whether the delete of `obj` (its last cached state) of `type` is its departure. */
+  /**
+   * Whether the delete of `obj` (its last cached state) of `type` is its departure; a departure
+   * is told to the listeners.
+   */
   isDeparture(type: ResourceType<KubeObject>, obj: DeepReadonly<KubeObject>): boolean {
     const expected = this.#expected.delete(departureKey(type, obj));
-    return expected || obj.metadata?.labels?.[this.#drainKey] === "true";
+    const departed = expected || obj.metadata?.labels?.[this.#drainKey] === "true";
+    if (departed) { for (const listener of this.#listeners) listener(type, obj); }
+    return departed;
+  }
+
+  /**
+   * Calls `listener` on every departure from now on, with the object's kind and its last cached
+   * state; returns what stops it.
+   */
+  onDeparture(
+    listener: (type: ResourceType<KubeObject>, obj: DeepReadonly<KubeObject>) => void,
+  ): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
   }
 }
 
@@ -112,8 +131,11 @@ export interface ShardGateOptions {
 interface Drain {
   /** When the mark was seen (clock ms). */
   since: number;
-  /** The object as it was when its mark was seen. */
-  obj: DeepReadonly<KubeObject>;
+  /**
+   * The object as it was when its mark was seen; dropped once acknowledged, so that a large
+   * hand-over keeps no copy of what left.
+   */
+  obj?: DeepReadonly<KubeObject>;
   /** Whether the acknowledgement is being written, or was. */
   state: "waiting" | "acknowledging" | "acknowledged";
   at: number;
@@ -149,10 +171,24 @@ export class ShardGate implements ReconcileAdmission {
       onUpdate: (_old, obj) => this.observe(obj),
       onDelete: (obj) => this.observeDelete(obj),
     });
+    const kind = gvkKey(this.#options.type);
+    const stopListening = this.#departures.onDeparture((type, obj) => {
+      if (gvkKey(type) === kind) this.left(obj);
+    });
     signal.addEventListener("abort", () => {
       this.#stopped = true;
       registration.remove();
+      stopListening();
     }, { once: true });
+  }
+
+  /**
+   * An object of the sharded kind left this shard's cache (handed over, or relabelled by the
+   * sharder): nothing about it is left to guard, so its drain is forgotten. Without this, every
+   * object a shard ever handed over would stay in its drain table until it came back.
+   */
+  left(obj: DeepReadonly<KubeObject>): void {
+    this.#draining.delete(keyOf(obj));
   }
 
   /** An object of this shard was added or changed (from the informer). */
@@ -242,12 +278,15 @@ export class ShardGate implements ReconcileAdmission {
   /** Hands the object over: its children first, then the object itself. Retries until done. */
   async #acknowledge(key: string, drain: Drain): Promise<void> {
     if (drain.state !== "waiting" || this.#stopped) return;
+    const obj = drain.obj;
+    if (!obj) return;
     drain.state = "acknowledging";
     const { client, ring, shard, type } = this.#options;
     try {
-      await this.#releaseChildren(drain.obj);
-      await this.#release(type, drain.obj);
+      await this.#releaseChildren(obj);
+      await this.#release(type, obj);
       drain.state = "acknowledged";
+      drain.obj = undefined;
       drain.at = this.#clock.now();
       const seconds = (drain.at - drain.since) / 1000;
       this.#options.metrics?.drained(ring, type.kind, seconds);
@@ -261,7 +300,7 @@ export class ShardGate implements ReconcileAdmission {
       if (isInvalid(err) || isConflict(err)) {
         // The labels changed under us: read them again and decide afresh.
         try {
-          const current = await client.get(type, requestOf(drain.obj));
+          const current = await client.get(type, requestOf(obj));
           const labels = current.metadata?.labels;
           if (labels?.[this.#shardKey] !== shard || labels?.[this.#drainKey] !== "true") {
             // Not ours any more, or no longer draining: nothing to hand over.

@@ -190,9 +190,12 @@ export class Sharder {
       informer.addEventHandler({ onAdd: enqueue, onUpdate: (_old, obj) => enqueue(obj) });
     });
     const runs = informers.map((informer) => informer.run(signal));
+    // Sweeps on a ring change only once the quiet-ring wait below is over (#resweep does
+    // nothing before): else the sharder's own shard joining the ring during the wait swept at
+    // once, giving it every object of a ring that restarted, two thirds of which then moved on.
     const stopListening = this.#options.members.onChange(() => {
       enqueueAll();
-      this.#requestSweep(signal, forTypes, kinds);
+      this.#resweep();
     });
     logger.info("Sharding ring {ring} as its sharder", { ring: this.#options.ring });
     // Alone in the ring, it waits for replicas starting beside it; a sharder that takes over a

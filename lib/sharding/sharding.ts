@@ -14,6 +14,8 @@
  *
  * The sharded kinds (and the kinds they own) are cached with the selector
  * `shard.rudder.dev/<ring>=<shard>`, and an object that leaves it is dropped without a delete.
+ * A burst of hand-overs (objects leaving this shard, objects its sharder moved) ends with one full
+ * garbage collection where the runtime offers one ({@linkcode BurstCollector}).
  *
  * @module
  */
@@ -31,6 +33,8 @@ import type { RestClient } from "../kube/rest.ts";
 import { LeaderElectionLostError, LeaderElector } from "../leaderelection/leader_election.ts";
 import type { Registry } from "../metrics/registry.ts";
 import type { Runnable } from "../util/runnable.ts";
+import { type Clock, realClock, type TimerHandle } from "../util/clock.ts";
+import { collectGarbage } from "../util/runtime.ts";
 import { errorMessage } from "../util/logging.ts";
 import { admissionHandler } from "../webhook/admission.ts";
 import type { WebhookServer } from "../webhook/server.ts";
@@ -45,6 +49,16 @@ import { shardAssigner, shardWebhookPath } from "./webhook.ts";
 import { metadataPages, type ShardedKind, ShardWriter } from "./writer.ts";
 
 const logger = getLogger(["rudder", "sharding"]);
+
+/**
+ * Objects that must have left this shard's cache, or been moved by its sharder, in one burst
+ * before the burst ends with a full garbage collection; and the quiet, in milliseconds, that
+ * ends a burst. A large hand-over leaves the decoded objects, patches and list pages of the
+ * burst behind as garbage; Bun keeps the pages that peak took until a full collection gives
+ * them back, so a replica that once held far more than its share would stay that large.
+ */
+const BURST_COLLECT_MIN = 100;
+const BURST_QUIET_MS = 2_000;
 
 /** What {@linkcode Sharding} needs from its manager. */
 export interface ShardingDeps {
@@ -87,6 +101,7 @@ export class Sharding implements ShardingHost, Runnable {
   /** The kinds whose cache settings carry the shard selector. */
   readonly #selected = new Set<string>();
   readonly #controllers: Runnable[] = [];
+  readonly #burst: BurstCollector;
   #holding = false;
   /** Whether this replica runs the sharder now. */
   #sharder = false;
@@ -105,6 +120,7 @@ export class Sharding implements ShardingHost, Runnable {
     this.members.onChange((ring) =>
       this.#metrics.ringMembers(this.#options.ring, ring.members.length)
     );
+    this.#burst = new BurstCollector({ min: BURST_COLLECT_MIN, quietMs: BURST_QUIET_MS });
   }
 
   /** This replica's shard name. */
@@ -205,6 +221,7 @@ export class Sharding implements ShardingHost, Runnable {
     const { ring, shardName, namespace } = this.#options;
     const background = new AbortController();
     const stopCounting = this.#metrics.countObjects(() => this.#countObjects());
+    const stopNoting = this.#departures.onDeparture(() => this.#burst.note());
     const leases = new Informer(this.#deps.rest, Lease, {
       namespace,
       labelSelector: `${RING_LABEL}=${ring}`,
@@ -222,6 +239,8 @@ export class Sharding implements ShardingHost, Runnable {
       background.abort();
       this.members.stop();
       stopCounting();
+      stopNoting();
+      this.#burst.stop();
       await Promise.allSettled([watching, sharding, fallback]);
       logger.info("Stopped sharding as {shard} in ring {ring}", { shard: shardName, ring });
     }
@@ -312,7 +331,13 @@ export class Sharding implements ShardingHost, Runnable {
           members: this.members,
           rest: this.#deps.rest,
           client: this.#deps.client,
-          metrics: this.#metrics,
+          metrics: {
+            ...this.#metrics,
+            moved: (ring, kind) => {
+              this.#metrics.moved(ring, kind);
+              this.#burst.note();
+            },
+          },
           namespaces: this.#namespaces(),
           leaseNamespace: this.#options.namespace,
           identity: `${sharderLeaseName(this.#options.ring)}/${this.#options.shardName}`,
@@ -446,6 +471,64 @@ export class Sharding implements ShardingHost, Runnable {
       }
     }
     return counts;
+  }
+}
+
+/** Options of {@linkcode BurstCollector}. */
+export interface BurstCollectorOptions {
+  /** Events a burst must have had to be worth a collection. */
+  min: number;
+  /** Milliseconds without an event that end a burst. */
+  quietMs: number;
+  /** Runs the collection; default the runtime's, if it offers one ({@linkcode collectGarbage}). */
+  collect?: () => boolean;
+  /** Timers; default the real clock. */
+  clock?: Clock;
+}
+
+/**
+ * Counts the events of a burst (objects leaving, objects moved) and, once `quietMs` pass without
+ * one after at least `min` of them, runs one full garbage collection: never on the hot path of
+ * a hand-over, at most once per burst.
+ */
+export class BurstCollector {
+  readonly #options: BurstCollectorOptions;
+  readonly #clock: Clock;
+  #count = 0;
+  #timer: TimerHandle | undefined;
+
+  /** A collector of bursts as `options` define them. */
+  constructor(options: BurstCollectorOptions) {
+    this.#options = options;
+    this.#clock = options.clock ?? realClock;
+  }
+
+  /** One more event of the current burst. */
+  note(): void {
+    this.#count++;
+    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
+    this.#timer = this.#clock.setTimeout(() => this.#end(), this.#options.quietMs);
+  }
+
+  /** Forgets the current burst without collecting. */
+  stop(): void {
+    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#count = 0;
+  }
+
+  #end(): void {
+    const events = this.#count;
+    this.#timer = undefined;
+    this.#count = 0;
+    if (events < this.#options.min) return;
+    const started = performance.now();
+    if ((this.#options.collect ?? collectGarbage)()) {
+      logger.debug("Collected garbage after a burst of {events} hand-overs in {ms} ms", {
+        events,
+        ms: Math.round(performance.now() - started),
+      });
+    }
   }
 }
 

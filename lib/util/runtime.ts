@@ -17,6 +17,8 @@ export interface BunGlobal {
   readonly version: string;
   /** Starts an HTTP(S) server; it listens once this returns. */
   serve(options: BunServeOptions): BunServer;
+  /** Collects garbage now; with `true`, a full collection that returns before it is done. */
+  gc?(force: boolean): void;
 }
 
 /** The options of {@linkcode BunGlobal.serve} that Rudder passes. */
@@ -127,4 +129,33 @@ export function runtimeName(): "deno" | "bun" | "node" {
 export function unrefTimer(timer: ReturnType<typeof setTimeout>): void {
   if (typeof timer === "number") globals.Deno?.unrefTimer(timer);
   else (timer as { unref?(): void }).unref?.();
+}
+
+/**
+ * Runs a full garbage collection now, where the runtime lets a program ask for one: on Bun
+ * always (`Bun.gc(true)`, which also gives the freed pages back to the system), on Deno and Node
+ * only when started with `--expose-gc`. Returns whether a collection ran. It blocks for as long
+ * as the collection takes (tens of milliseconds for a heap of 100 MiB): call it once after a
+ * burst of work that left much garbage, never on a hot path.
+ *
+ * @example
+ * ```ts
+ * import { collectGarbage } from "./runtime.ts";
+ *
+ * console.log(collectGarbage() ? "collected" : "this runtime collects on its own");
+ * ```
+ */
+export function collectGarbage(): boolean {
+  const bunGC = globals.Bun?.gc;
+  if (typeof bunGC === "function") {
+    bunGC.call(globals.Bun, true);
+    return true;
+  }
+  // V8 offers `gc` only under --expose-gc; `Deno` is named so the type is not a weak one.
+  const engine: { Deno?: typeof Deno; gc?: () => void } = globalThis;
+  if (typeof engine.gc === "function") {
+    engine.gc();
+    return true;
+  }
+  return false;
 }
