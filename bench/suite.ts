@@ -27,7 +27,7 @@ import {
 } from "node:fs";
 import { createServer as createHttpServer } from "node:http";
 import os from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, relative } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -126,13 +126,13 @@ interface Contender {
   variant?: boolean;
 }
 
-function denoCommand(script: string, v8Flags: readonly string[] = []): string[] {
+function denoCommand(script: string, v8Flags: readonly string[] = [], root = ROOT): string[] {
   return [
     DENO,
     "run",
     "--allow-all",
     "--config",
-    join(ROOT, "deno.json"),
+    join(root, "deno.json"),
     `--v8-flags=${["--expose-gc", ...v8Flags].join(",")}`,
     script,
   ];
@@ -170,6 +170,60 @@ function nodeCommand(script: string, v8Flags: readonly string[] = []): string[] 
   return [NODE_RUDDER, "--expose-gc", ...v8Flags, script];
 }
 const bunVariantBinaries: Record<string, string> = {};
+
+/**
+ * `rudder-*:baseline`: Rudder's contenders run from another checkout (`root`, with its own
+ * node_modules), as shipped (the same flags and environment); none without `root`.
+ */
+function baselineVariants(root: string | undefined): {
+  name: string;
+  label: string;
+  command: () => string[];
+  env?: Readonly<Record<string, string>>;
+  measures: Measure[];
+}[] {
+  if (!root) return [];
+  const script = join(root, relative(ROOT, RUDDER));
+  const binaries: { bun?: string; node?: string } = {};
+  const measures: Measure[] = ["sync", "reconcile-1", "reconcile-10", "startup"];
+  return [
+    {
+      name: "rudder-deno:baseline",
+      label: "Rudder (Deno), the baseline checkout",
+      command: () => denoCommand(script, DENO_V8_FLAGS, root),
+      env: DENO_ENV,
+      measures,
+    },
+    {
+      name: "rudder-bun:baseline",
+      label: "Rudder (Bun), the baseline checkout",
+      command: () => [BUN, "run", script],
+      env: BUN_ENV,
+      measures,
+    },
+    {
+      name: "rudder-bun-binary:baseline",
+      label: "Rudder (Bun single binary), the baseline checkout",
+      command: () => [binaries.bun ||= buildBunBinary(BUN_COMPILE_FLAGS, "baseline", root)],
+      env: BUN_ENV,
+      measures: ["startup"],
+    },
+    {
+      name: "rudder-node:baseline",
+      label: "Rudder (Node), the baseline checkout",
+      command: () => nodeCommand(script, NODE_V8_FLAGS),
+      env: NODE_RUNTIME_ENV,
+      measures,
+    },
+    {
+      name: "rudder-node-binary:baseline",
+      label: "Rudder (Node single executable), the baseline checkout",
+      command: () => [binaries.node ||= buildNodeBinary("baseline", root)],
+      env: NODE_RUNTIME_ENV,
+      measures: ["startup"],
+    },
+  ];
+}
 
 function contenders(): Contender[] {
   const all: Contender[] = [
@@ -456,6 +510,10 @@ function contenders(): Contender[] {
       env: BUN_ENV,
       measures: ["startup"],
     },
+    // Idle memory, second pass (bench/README.md): with RUDDER_BENCH_BASELINE=<a checkout of
+    // Rudder with node_modules>, the same contenders run from that checkout in the same rounds,
+    // so a change to the start-up path is measured against its parent under the same load.
+    ...baselineVariants(process.env.RUDDER_BENCH_BASELINE),
   ];
   for (const variant of variants) all.push({ ...variant, variant: true });
   return all;
@@ -523,14 +581,18 @@ function buildGoPeer(): string {
  * The Rudder contender as a Bun single binary, compiled with `flags` (by default as
  * `rudder build --runtime bun` does: `BUN_COMPILE_FLAGS`); rebuilt every run.
  */
-function buildBunBinary(flags: readonly string[] = BUN_COMPILE_FLAGS, suffix = ""): string {
+function buildBunBinary(
+  flags: readonly string[] = BUN_COMPILE_FLAGS,
+  suffix = "",
+  root = ROOT,
+): string {
   const output = join(benchCacheDirectory(), `rudder-bun-binary${suffix ? `-${suffix}` : ""}`);
   mkdirSync(dirname(output), { recursive: true });
   log(`building ${output}`);
   runSetupCommand(
     BUN,
-    ["build", "--compile", ...flags, RUDDER, "--outfile", output],
-    ROOT,
+    ["build", "--compile", ...flags, join(root, relative(ROOT, RUDDER)), "--outfile", output],
+    root,
   );
   return output;
 }
@@ -541,16 +603,23 @@ function buildBunBinary(flags: readonly string[] = BUN_COMPILE_FLAGS, suffix = "
  * module, `node --build-sea` embeds that in a copy of Node with the same configuration
  * (`nodeSeaConfig` in cli/build.ts); rebuilt every run.
  */
-function buildNodeBinary(): string {
-  const output = join(benchCacheDirectory(), "rudder-node-binary");
+function buildNodeBinary(suffix = "", root = ROOT): string {
+  const output = join(benchCacheDirectory(), `rudder-node-binary${suffix ? `-${suffix}` : ""}`);
   const work = `${output}.sea`;
   mkdirSync(work, { recursive: true });
   log(`building ${output}`);
   const bundle = join(work, "main.mjs");
   runSetupCommand(
     BUN,
-    ["build", "--target=node", "--format=esm", "--outfile", bundle, RUDDER],
-    ROOT,
+    [
+      "build",
+      "--target=node",
+      "--format=esm",
+      "--outfile",
+      bundle,
+      join(root, relative(ROOT, RUDDER)),
+    ],
+    root,
   );
   const config = join(work, "sea-config.json");
   writeFileSync(config, JSON.stringify(nodeSeaConfig(bundle, output)));

@@ -1,5 +1,5 @@
 /**
- * Health and readiness probes, served with hono like kube-apiserver's own: `/healthz`,
+ * Health and readiness probes, served like kube-apiserver's own: `/healthz`,
  * `/readyz`, `/healthz/<check>`, `/readyz/<check>`, and `?verbose` to list every check.
  * Failing probes answer 500 and name the failing checks, but never say why: the probe server
  * is unauthenticated, and a reason can quote a server address or a configuration. As
@@ -10,7 +10,6 @@
  */
 
 import { getLogger } from "@logtape/logtape";
-import { Hono } from "hono";
 import type { InformerHealth } from "../cache/informer.ts";
 
 const logger = getLogger(["rudder", "healthz"]);
@@ -132,8 +131,10 @@ async function answer(
 }
 
 /**
- * The probe endpoints as a hono app. Failing checks are named with `reason withheld`; their
- * errors are logged (category `rudder.healthz`, debug) instead of served.
+ * The probe endpoints as a web handler (`GET` and `HEAD`; anything else is 404). Failing checks
+ * are named with `reason withheld`; their errors are logged (category `rudder.healthz`, debug)
+ * instead of served. A plain handler, not a hono app: an operator that serves only its probes
+ * and metrics then never loads hono (1.7–2.4 MiB resident, bench/README.md).
  *
  * @example
  * ```ts
@@ -154,13 +155,49 @@ export function healthApp(
   fetch(request: Request): Response | Promise<Response>;
   request(path: string): Response | Promise<Response>;
 } {
-  const app = new Hono();
-  for (const [path, checks] of [["/healthz", healthz], ["/readyz", readyz]] as const) {
-    app.get(
-      path,
-      (c) => answer(checks, c.req.raw, undefined, c.req.query("verbose") !== undefined),
-    );
-    app.get(`${path}/:check`, (c) => answer(checks, c.req.raw, c.req.param("check"), true));
+  const byPath = new Map([["/healthz", healthz], ["/readyz", readyz]]);
+  const fetch = async (request: Request): Promise<Response> => {
+    const url = new URL(request.url);
+    const answered = request.method === "GET" || request.method === "HEAD"
+      ? await route(byPath, request, url)
+      : undefined;
+    const response = answered ?? new Response("404 Not Found", {
+      status: 404,
+      headers: { "Content-Type": "text/plain; charset=UTF-8" },
+    });
+    return request.method === "HEAD" ? withoutBody(response) : response;
+  };
+  return {
+    fetch,
+    request: (path) =>
+      fetch(new Request(/^https?:\/\//.test(path) ? path : new URL(path, "http://localhost"))),
+  };
+}
+
+/** `/<probe>` and `/<probe>/<check>` (one path segment, URL-decoded); else undefined. */
+function route(
+  byPath: ReadonlyMap<string, Checks>,
+  request: Request,
+  url: URL,
+): Promise<Response> | undefined {
+  const path = url.pathname;
+  const whole = byPath.get(path);
+  if (whole) return answer(whole, request, undefined, url.searchParams.has("verbose"));
+  const slash = path.indexOf("/", 1);
+  const checks = slash > 0 ? byPath.get(path.slice(0, slash)) : undefined;
+  const check = path.slice(slash + 1);
+  if (!checks || !check || check.includes("/")) return undefined;
+  let name: string;
+  try {
+    name = decodeURIComponent(check);
+  } catch {
+    name = check;
   }
-  return app;
+  return answer(checks, request, name, true);
+}
+
+/** The answer to a `HEAD`: the `GET`'s status and headers. */
+function withoutBody(response: Response): Response {
+  void response.body?.cancel();
+  return new Response(null, { status: response.status, headers: response.headers });
 }

@@ -24,7 +24,6 @@ import {
 import type { Fetcher, TlsSettings } from "./fetcher.ts";
 import { createBunFetcher } from "./transport_bun.ts";
 import { createDenoFetcher } from "./transport_deno.ts";
-import { createNodeFetcher } from "./transport_node.ts";
 import { VERSION } from "../version.ts";
 import { bun, deno, node, runtimeName } from "../util/runtime.ts";
 
@@ -77,7 +76,27 @@ export function createFetcher(tls: TlsSettings): Fetcher {
   const runtime = runtimeName();
   if (runtime === "deno") return createDenoFetcher(tls);
   if (runtime === "bun") return createBunFetcher(tls);
-  return createNodeFetcher(tls);
+  return nodeFetcher(tls);
+}
+
+/**
+ * The `node:http(s)` fetcher, its module loaded with the first request: static, it would load
+ * `node:http`, `node:https`, `node:stream` and `node:zlib` on Deno and Bun too (2–5 MiB
+ * resident there, bench/README.md), where it never runs.
+ */
+function nodeFetcher(tls: TlsSettings): Fetcher {
+  let loaded: Fetcher | undefined;
+  const loading = import("./transport_node.ts").then(({ createNodeFetcher }) =>
+    loaded = createNodeFetcher(tls)
+  );
+  loading.catch(() => {}); // a failed load rejects every fetch instead
+  return {
+    fetch: async (url, init) => await (loaded ?? await loading).fetch(url, init),
+    close: () => {
+      if (loaded) loaded.close();
+      else loading.then((fetcher) => fetcher.close(), () => {});
+    },
+  };
 }
 
 /** `host:port` of a URL, for messages; the URL itself (redacted) when it does not parse. */

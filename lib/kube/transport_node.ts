@@ -1,6 +1,6 @@
 /**
  * The transport's requests on Node: `node:http` and `node:https` with one keep-alive
- * {@linkcode https.Agent} per TLS setting, answered with the platform's `Response`. Node's own
+ * `https.Agent` per TLS setting, answered with the platform's `Response`. Node's own
  * `fetch` (undici) takes no CA bundle, client certificate or server name per request without
  * the `undici` package, which Rudder does not depend on; the agent takes them all.
  *
@@ -12,14 +12,21 @@
  */
 
 import { Buffer } from "node:buffer";
-import http from "node:http";
-import https from "node:https";
+import type * as NodeHttp from "node:http";
+import type * as NodeHttps from "node:https";
 import { isIP } from "node:net";
 import process from "node:process";
-import { Readable, type Transform } from "node:stream";
+import type { Readable as NodeReadable, Transform } from "node:stream";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
-import zlib from "node:zlib";
 import type { Fetcher, TlsSettings } from "./fetcher.ts";
+
+// Fetched when this module is evaluated, which is on Node only (transport.ts imports it there):
+// static imports of them would be hoisted to the top of a bundle (the Bun single binary) and
+// load `node:http`, `node:stream` and `node:zlib` on every runtime.
+const http = process.getBuiltinModule("node:http") as typeof NodeHttp;
+const https = process.getBuiltinModule("node:https") as typeof NodeHttps;
+const { Readable } = process.getBuiltinModule("node:stream") as typeof import("node:stream");
+const zlib = process.getBuiltinModule("node:zlib") as typeof import("node:zlib");
 
 /**
  * Idle connections kept per host for reuse, as the Deno client's pools keep. Connections in
@@ -65,21 +72,21 @@ function isLoopback(hostname: string): boolean {
  */
 export function createNodeFetcher(settings: TlsSettings): Fetcher {
   const proxies = proxyEnv(settings.proxyURL);
-  const tls: https.AgentOptions = {
+  const tls: NodeHttps.AgentOptions = {
     ca: settings.caData,
     cert: settings.cert,
     key: settings.key,
     rejectUnauthorized: !settings.insecureSkipTLSVerify,
     servername: settings.serverName,
   };
-  const agents = new Map<string, http.Agent>();
-  const agentFor = (url: URL): http.Agent => {
+  const agents = new Map<string, NodeHttp.Agent>();
+  const agentFor = (url: URL): NodeHttp.Agent => {
     const secure = url.protocol === "https:";
     const proxied = !!proxies && (!!settings.proxyURL || !isLoopback(url.hostname));
     const key = `${secure ? "https" : "http"}${proxied ? "+proxy" : ""}`;
     let agent = agents.get(key);
     if (!agent) {
-      const options: https.AgentOptions & { proxyEnv?: ProxyEnv } = {
+      const options: NodeHttps.AgentOptions & { proxyEnv?: ProxyEnv } = {
         keepAlive: true,
         maxFreeSockets: MAX_IDLE_PER_HOST,
         ...(proxied ? { proxyEnv: proxies } : {}),
@@ -111,7 +118,7 @@ export function createNodeFetcher(settings: TlsSettings): Fetcher {
 function send(
   url: URL,
   init: RequestInit,
-  agentFor: (url: URL) => http.Agent,
+  agentFor: (url: URL) => NodeHttp.Agent,
 ): Promise<Response> {
   const signal = init.signal ?? undefined;
   if (signal?.aborted) return Promise.reject(signal.reason);
@@ -135,7 +142,7 @@ function send(
 
 /** One request on one connection: sends `body`, resolves with the answer. */
 function exchange(
-  request: http.ClientRequest,
+  request: NodeHttp.ClientRequest,
   { url, method, body, signal, retry }: {
     url: URL;
     method: string;
@@ -286,7 +293,7 @@ function responseHeaders(raw: string[]): Headers {
 }
 
 /** The body decoded from its `Content-Encoding`, as fetch hands it over. */
-function decode(incoming: http.IncomingMessage, encoding: string | undefined): Readable {
+function decode(incoming: NodeHttp.IncomingMessage, encoding: string | undefined): NodeReadable {
   switch (encoding?.trim().toLowerCase()) {
     case "gzip":
     case "x-gzip":
@@ -300,7 +307,7 @@ function decode(incoming: http.IncomingMessage, encoding: string | undefined): R
   }
 }
 
-function pipeOn(incoming: http.IncomingMessage, decoder: Transform): Readable {
+function pipeOn(incoming: NodeHttp.IncomingMessage, decoder: Transform): NodeReadable {
   incoming.once("error", (err) => decoder.destroy(err));
   // A body cancelled before its end frees the connection; a whole one leaves it for reuse.
   decoder.once("close", () => {

@@ -1,5 +1,5 @@
 /**
- * The `/metrics` endpoint: a hono app that serves a registry in Prometheus' text format 0.0.4,
+ * The `/metrics` endpoint: a web handler that serves a registry in Prometheus' text format 0.0.4,
  * optionally behind the API server's authentication and authorisation. Serving it (address,
  * TLS) is the manager's job.
  *
@@ -7,7 +7,6 @@
  */
 
 import { getLogger } from "@logtape/logtape";
-import { Hono } from "hono";
 import {
   type AuthenticationAndAuthorizationOptions,
   type FetchHandler,
@@ -43,7 +42,8 @@ export interface MetricsAppOptions {
 
 /**
  * The metrics endpoint as a web handler, to serve with `Deno.serve`, `Bun.serve` or a hono app's
- * `mount`.
+ * `mount`. A plain handler, not a hono app: an operator that serves only its probes and metrics
+ * never loads hono.
  *
  * @example
  * ```ts
@@ -59,7 +59,7 @@ export interface MetricsApp {
 }
 
 /**
- * A hono app serving `registry` (default: the global {@linkcode registry}) on `GET /metrics` as
+ * A web handler serving `registry` (default: the global {@linkcode registry}) on `GET /metrics` as
  * `text/plain; version=0.0.4`. With `secure`, every request needs a token the API server accepts
  * (else 401) for a user it authorises (else 403). A collector that fails turns the scrape into a
  * 500 naming the error, as Go's `promhttp` does.
@@ -75,19 +75,31 @@ export function metricsApp(
   registry: Registry = defaultRegistry,
   options: MetricsAppOptions = {},
 ): MetricsApp {
-  const app = new Hono();
-  app.get(options.path ?? "/metrics", async (c) => {
+  const path = options.path ?? "/metrics";
+  const serve: FetchHandler = async (request) => {
+    const method = request.method;
+    if ((method !== "GET" && method !== "HEAD") || new URL(request.url).pathname !== path) {
+      return new Response("404 Not Found", {
+        status: 404,
+        headers: { "Content-Type": "text/plain; charset=UTF-8" },
+      });
+    }
     let text: string;
     try {
       text = await registry.metrics();
     } catch (err) {
       logger.error("Gathering metrics failed: {error}", { error: err });
       const message = err instanceof Error ? err.message : String(err);
-      return c.text(`An error has occurred while serving metrics:\n\n${message}\n`, 500);
+      return new Response(
+        method === "HEAD" ? null : `An error has occurred while serving metrics:\n\n${message}\n`,
+        { status: 500, headers: { "Content-Type": "text/plain; charset=UTF-8" } },
+      );
     }
-    return c.body(text, 200, { "Content-Type": registry.contentType });
-  });
-  const serve: FetchHandler = (request) => app.fetch(request);
+    return new Response(method === "HEAD" ? null : text, {
+      status: 200,
+      headers: { "Content-Type": registry.contentType },
+    });
+  };
   const handler = options.secure
     ? withAuthenticationAndAuthorization(options.secure)(serve)
     : serve;

@@ -14,7 +14,7 @@ import type { Runnable } from "../util/runnable.ts";
 import { namesNoHost, parseAddress, urlOf } from "./address.ts";
 import { CertWatcher } from "./certwatcher.ts";
 import { Forwarder } from "./forwarder.ts";
-import { NodeServer } from "./serve_node.ts";
+import type { NodeServer } from "./serve_node.ts";
 import type { Handler, ListenerOptions, TLSPair } from "./types.ts";
 import { errorMessage } from "../util/logging.ts";
 import { runtimeName } from "../util/runtime.ts";
@@ -225,7 +225,11 @@ export class HTTPServer implements Runnable {
   async #listen(pair: TLSPair | undefined): Promise<Forwarder | NodeServer> {
     const options = this.#options;
     const { hostname, port } = parseAddress(options.address);
-    const listen = runtimeName() === "node" ? NodeServer.listen : Forwarder.listen;
+    // serve_node.ts on Node only: it brings `node:http`, `node:https` and `node:stream`, which
+    // Deno and Bun would load for nothing (2–5 MiB resident, bench/README.md).
+    const listen = runtimeName() === "node"
+      ? (await import("./serve_node.ts")).NodeServer.listen
+      : Forwarder.listen;
     const settings: ListenerOptions = {
       hostname: namesNoHost(options.address) ? undefined : hostname,
       port,

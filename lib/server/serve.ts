@@ -10,7 +10,6 @@
 import type { Peer, PeerHandler, Served, ServeOptions } from "./types.ts";
 import { serveDeno } from "./serve_deno.ts";
 import { serveBun } from "./serve_bun.ts";
-import { serveNode } from "./serve_node.ts";
 import { runtimeName } from "../util/runtime.ts";
 
 /** An adapter: serves `handler` and resolves once listening; rejects when it cannot listen. */
@@ -26,6 +25,7 @@ export function serve(handler: PeerHandler, options: ServeOptions): Promise<Serv
     case "bun":
       return serveBun(handler, options);
     default:
-      return serveNode(handler, options);
+      // Loaded on Node only: it brings `node:http`, `node:https` and `node:stream`.
+      return import("./serve_node.ts").then(({ serveNode }) => serveNode(handler, options));
   }
 }

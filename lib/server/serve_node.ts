@@ -9,12 +9,19 @@
  * @module
  */
 
-import http from "node:http";
-import https from "node:https";
+import type * as NodeHttp from "node:http";
+import type * as NodeHttps from "node:https";
 import type { Socket } from "node:net";
-import { Readable } from "node:stream";
+import process from "node:process";
 import { discardBody } from "./body.ts";
 import type { ListenerOptions, PeerHandler, Served, ServeOptions, TLSPair } from "./types.ts";
+
+// Fetched when this module is evaluated, which is on Node only (serve.ts and http_server.ts
+// import it there): static imports of them would be hoisted to the top of a bundle (the Bun
+// single binary) and load `node:http` on every runtime.
+const http = process.getBuiltinModule("node:http") as typeof NodeHttp;
+const https = process.getBuiltinModule("node:https") as typeof NodeHttps;
+const { Readable } = process.getBuiltinModule("node:stream") as typeof import("node:stream");
 
 /** How often Node checks its header timeout, at most: its default (30 s) is far coarser. */
 const MAX_CHECK_INTERVAL_MS = 1_000;
@@ -31,7 +38,7 @@ interface BridgeOptions {
 function bridge(
   handler: PeerHandler,
   options: BridgeOptions,
-): (incoming: http.IncomingMessage, outgoing: http.ServerResponse) => void {
+): (incoming: NodeHttp.IncomingMessage, outgoing: NodeHttp.ServerResponse) => void {
   return (incoming, outgoing) => {
     void respond(handler, options, incoming, outgoing).catch((err) => {
       options.onError(err);
@@ -46,8 +53,8 @@ function bridge(
 async function respond(
   handler: PeerHandler,
   options: BridgeOptions,
-  incoming: http.IncomingMessage,
-  outgoing: http.ServerResponse,
+  incoming: NodeHttp.IncomingMessage,
+  outgoing: NodeHttp.ServerResponse,
 ): Promise<void> {
   const request = toRequest(incoming, options.tls);
   const socket = incoming.socket;
@@ -66,7 +73,7 @@ async function respond(
 }
 
 /** The Web `Request` of a node:http request; its body streams from the socket. */
-function toRequest(incoming: http.IncomingMessage, tls: boolean): Request {
+function toRequest(incoming: NodeHttp.IncomingMessage, tls: boolean): Request {
   const headers = new Headers();
   const raw = incoming.rawHeaders;
   for (let i = 0; i + 1 < raw.length; i += 2) headers.append(raw[i], raw[i + 1]);
@@ -85,7 +92,7 @@ function toRequest(incoming: http.IncomingMessage, tls: boolean): Request {
 }
 
 /** Writes `response` to node:http, waiting for the client to take each chunk. */
-async function writeResponse(response: Response, outgoing: http.ServerResponse): Promise<void> {
+async function writeResponse(response: Response, outgoing: NodeHttp.ServerResponse): Promise<void> {
   const headers: [string, string][] = [];
   response.headers.forEach((value, name) => {
     if (name !== "set-cookie") headers.push([name, value]);
@@ -149,7 +156,11 @@ export async function serveNode(handler: PeerHandler, options: ServeOptions): Pr
   };
 }
 
-function listen(server: http.Server, hostname: string | undefined, port: number): Promise<void> {
+function listen(
+  server: NodeHttp.Server,
+  hostname: string | undefined,
+  port: number,
+): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, hostname, () => {
@@ -164,7 +175,7 @@ function listen(server: http.Server, hostname: string | undefined, port: number)
  * forwarder: `address`, `swap` and `close`.
  */
 export class NodeServer {
-  readonly #server: http.Server | https.Server;
+  readonly #server: NodeHttp.Server | NodeHttps.Server;
   readonly #options: ListenerOptions;
   /** The connections open now. */
   readonly #sockets = new Set<Socket>();
@@ -174,7 +185,7 @@ export class NodeServer {
   readonly #requests: { inFlight: number };
 
   private constructor(
-    server: http.Server | https.Server,
+    server: NodeHttp.Server | NodeHttps.Server,
     options: ListenerOptions,
     requests: { inFlight: number },
   ) {
@@ -202,7 +213,7 @@ export class NodeServer {
       onError: options.onError,
       maxUnreadBodyBytes: options.maxUnreadBodyBytes,
     });
-    const limits: http.ServerOptions = {
+    const limits: NodeHttp.ServerOptions = {
       headersTimeout: options.readHeaderTimeout,
       // The whole request is not bounded (Go's ReadTimeout is unset); its head is.
       requestTimeout: 0,

@@ -16,7 +16,7 @@
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { getLogger } from "@logtape/logtape";
-import { type Context, Hono } from "hono";
+import type { Context, Hono } from "hono";
 import type { KubeObject, ResourceType } from "../api/resource.ts";
 import { abortable } from "../util/abort.ts";
 import type { Runnable } from "../util/runnable.ts";
@@ -133,7 +133,7 @@ export class WebhookServer implements Runnable {
   #server: HTTPServer | undefined;
   #watcher: CertWatcher | undefined;
   #serving = false;
-  #app: Hono | undefined;
+  #app: Promise<Hono> | undefined;
 
   /** Creates a server; nothing listens until {@linkcode WebhookServer.start}. */
   constructor(options: WebhookServerOptions = {}) {
@@ -293,52 +293,56 @@ export class WebhookServer implements Runnable {
     return this.#options.certDir ?? join(tmpdir(), "k8s-webhook-server", "serving-certs");
   }
 
-  /** The hono app the server serves: metrics, body limit, dispatch by path. */
+  /**
+   * The hono app the server serves: metrics, body limit, dispatch by path. hono is loaded with
+   * the first request, so a manager that never serves webhooks never loads it.
+   */
   #fetch(): (request: Request) => Promise<Response> {
-    if (!this.#app) {
-      const app = new Hono();
-      const maxSize = this.#options.maxRequestBodyBytes ?? DEFAULT_MAX_REQUEST_BODY_BYTES;
-      app.use("*", async (c, next) => {
-        if (!this.#handlers.has(c.req.path)) return await next();
-        const done = this.#metrics.requestStarted(c.req.path);
-        try {
-          await next();
-        } finally {
-          done(c.res.status);
-        }
-      });
-      // The body is read here whole, before any handler: one too large is read on and thrown
-      // away (up to a bound) before its 413, and so is one a handler refuses unread (415), so
-      // that a client still sending reads the answer instead of a reset (lib/server/body.ts).
-      const tooLarge = (c: Context) =>
-        c.json({ error: `request body larger than ${maxSize} bytes` }, 413);
-      app.use("*", async (c, next) => {
-        const declared = Number(c.req.header("content-length"));
-        if (declared > maxSize) return tooLarge(c); // the server throws the body away
-        const raw = c.req.raw;
-        if (!raw.body) return await next();
-        const body = await readBody(raw.body, maxSize, this.#discardLimit());
-        if (!body) return tooLarge(c);
-        c.req.raw = new Request(raw.url, {
-          method: raw.method,
-          headers: raw.headers,
-          body,
-        });
+    return async (request) => await (await (this.#app ??= this.#newApp())).fetch(request);
+  }
+
+  async #newApp(): Promise<Hono> {
+    const { Hono } = await import("hono");
+    const app = new Hono();
+    const maxSize = this.#options.maxRequestBodyBytes ?? DEFAULT_MAX_REQUEST_BODY_BYTES;
+    app.use("*", async (c, next) => {
+      if (!this.#handlers.has(c.req.path)) return await next();
+      const done = this.#metrics.requestStarted(c.req.path);
+      try {
         await next();
+      } finally {
+        done(c.res.status);
+      }
+    });
+    // The body is read here whole, before any handler: one too large is read on and thrown
+    // away (up to a bound) before its 413, and so is one a handler refuses unread (415), so
+    // that a client still sending reads the answer instead of a reset (lib/server/body.ts).
+    const tooLarge = (c: Context) =>
+      c.json({ error: `request body larger than ${maxSize} bytes` }, 413);
+    app.use("*", async (c, next) => {
+      const declared = Number(c.req.header("content-length"));
+      if (declared > maxSize) return tooLarge(c); // the server throws the body away
+      const raw = c.req.raw;
+      if (!raw.body) return await next();
+      const body = await readBody(raw.body, maxSize, this.#discardLimit());
+      if (!body) return tooLarge(c);
+      c.req.raw = new Request(raw.url, {
+        method: raw.method,
+        headers: raw.headers,
+        body,
       });
-      app.all("*", async (c) => {
-        const handler = this.#handlers.get(c.req.path);
-        if (!handler) return c.json({ error: `no webhook at ${c.req.path}` }, 404);
-        return await handler(c.req.raw);
-      });
-      app.notFound((c) => c.json({ error: `no webhook at ${c.req.path}` }, 404));
-      app.onError((err, c) => {
-        log.error("Webhook {path} failed: {error}", { path: c.req.path, error: err.message });
-        return c.json({ error: "internal error" }, 500);
-      });
-      this.#app = app;
-    }
-    const app = this.#app;
-    return async (request) => await app.fetch(request);
+      await next();
+    });
+    app.all("*", async (c) => {
+      const handler = this.#handlers.get(c.req.path);
+      if (!handler) return c.json({ error: `no webhook at ${c.req.path}` }, 404);
+      return await handler(c.req.raw);
+    });
+    app.notFound((c) => c.json({ error: `no webhook at ${c.req.path}` }, 404));
+    app.onError((err, c) => {
+      log.error("Webhook {path} failed: {error}", { path: c.req.path, error: err.message });
+      return c.json({ error: "internal error" }, 500);
+    });
+    return app;
   }
 }

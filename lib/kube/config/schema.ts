@@ -25,91 +25,110 @@ function expected(what: string, missing?: string) {
       : `expected ${what}, got ${describeType(issue.input)}`;
 }
 
-/** A string; `""` means unset, as in client-go. */
-const text = z.string({ error: expected("a string") }).optional()
-  .transform((value) => (value === "" ? undefined : value));
+/**
+ * The schemas, built on first use: an operator in a cluster reads no kubeconfig, and building
+ * them at import cost 1.4 MiB resident (bench/README.md, "Idle memory, second pass").
+ */
+function buildSchemas() {
+  /** A string; `""` means unset, as in client-go. */
+  const text = z.string({ error: expected("a string") }).optional()
+    .transform((value) => (value === "" ? undefined : value));
 
-const flag = z.boolean({ error: expected("a boolean") }).optional();
+  const flag = z.boolean({ error: expected("a boolean") }).optional();
 
-function mapping<T extends z.core.$ZodLooseShape>(shape: T) {
-  return z.object(shape, { error: expected("a mapping") });
-}
-
-function list<T extends z.ZodType>(item: T) {
-  return z.array(item, { error: expected("a list") }).optional().transform((value) => value ?? []);
-}
-
-const entryName = z.string({ error: expected("a string", "missing; every entry needs a name") })
-  .refine((name) => name !== "", { error: "missing; every entry needs a name" });
-
-const clusterSchema = mapping({
-  server: text,
-  "certificate-authority": text,
-  "certificate-authority-data": text,
-  "insecure-skip-tls-verify": flag,
-  "tls-server-name": text,
-  "proxy-url": text,
-  // Extensions are otherwise ignored, so a malformed one is not an error.
-  extensions: z.unknown().optional(),
-});
-
-const envSchema = mapping({
-  name: z.string({ error: expected("a string", "missing; every env entry needs a name") })
-    .refine((name) => name !== "", { error: "missing; every env entry needs a name" }),
-  value: z.string({ error: expected("a string") }).optional(),
-}).superRefine((variable, context) => {
-  if (variable.value === undefined) {
-    context.addIssue({
-      code: "custom",
-      path: ["value"],
-      message: `missing for env variable ${variable.name}`,
-    });
+  function mapping<T extends z.core.$ZodLooseShape>(shape: T) {
+    return z.object(shape, { error: expected("a mapping") });
   }
-});
 
-const execSchema = mapping({
-  command: text,
-  args: z.array(z.string({ error: expected("a string") }), {
-    error: expected("a list of strings"),
-  }).optional(),
-  env: list(envSchema),
-  apiVersion: text,
-  interactiveMode: text,
-  installHint: text,
-  provideClusterInfo: flag,
-});
+  function list<T extends z.ZodType>(item: T) {
+    return z.array(item, { error: expected("a list") }).optional().transform((value) =>
+      value ?? []
+    );
+  }
 
-const userSchema = mapping({
-  "client-certificate": text,
-  "client-certificate-data": text,
-  "client-key": text,
-  "client-key-data": text,
-  token: text,
-  tokenFile: text,
-  username: text,
-  password: text,
-  exec: execSchema.optional(),
-  "auth-provider": mapping({ name: z.string({ error: expected("a string") }).optional() })
-    .optional(),
-});
+  const entryName = z.string({ error: expected("a string", "missing; every entry needs a name") })
+    .refine((name) => name !== "", { error: "missing; every entry needs a name" });
 
-const contextSchema = mapping({ cluster: text, user: text, namespace: text });
+  const clusterSchema = mapping({
+    server: text,
+    "certificate-authority": text,
+    "certificate-authority-data": text,
+    "insecure-skip-tls-verify": flag,
+    "tls-server-name": text,
+    "proxy-url": text,
+    // Extensions are otherwise ignored, so a malformed one is not an error.
+    extensions: z.unknown().optional(),
+  });
 
-const documentSchema = mapping({
-  clusters: list(mapping({ name: entryName, cluster: clusterSchema.optional() })),
-  users: list(mapping({ name: entryName, user: userSchema.optional() })),
-  contexts: list(mapping({ name: entryName, context: contextSchema.optional() })),
-  "current-context": text,
-});
+  const envSchema = mapping({
+    name: z.string({ error: expected("a string", "missing; every env entry needs a name") })
+      .refine((name) => name !== "", { error: "missing; every env entry needs a name" }),
+    value: z.string({ error: expected("a string") }).optional(),
+  }).superRefine((variable, context) => {
+    if (variable.value === undefined) {
+      context.addIssue({
+        code: "custom",
+        path: ["value"],
+        message: `missing for env variable ${variable.name}`,
+      });
+    }
+  });
 
-/** A cluster's fields, `""` already turned into unset. */
-export type ClusterFields = Partial<z.output<typeof clusterSchema>>;
+  const execSchema = mapping({
+    command: text,
+    args: z.array(z.string({ error: expected("a string") }), {
+      error: expected("a list of strings"),
+    }).optional(),
+    env: list(envSchema),
+    apiVersion: text,
+    interactiveMode: text,
+    installHint: text,
+    provideClusterInfo: flag,
+  });
+
+  const userSchema = mapping({
+    "client-certificate": text,
+    "client-certificate-data": text,
+    "client-key": text,
+    "client-key-data": text,
+    token: text,
+    tokenFile: text,
+    username: text,
+    password: text,
+    exec: execSchema.optional(),
+    "auth-provider": mapping({ name: z.string({ error: expected("a string") }).optional() })
+      .optional(),
+  });
+
+  const contextSchema = mapping({ cluster: text, user: text, namespace: text });
+
+  const documentSchema = mapping({
+    clusters: list(mapping({ name: entryName, cluster: clusterSchema.optional() })),
+    users: list(mapping({ name: entryName, user: userSchema.optional() })),
+    contexts: list(mapping({ name: entryName, context: contextSchema.optional() })),
+    "current-context": text,
+  });
+
+  /** A cluster's fields, `""` already turned into unset. */
+  return {
+    cluster: clusterSchema,
+    user: userSchema,
+    exec: execSchema,
+    context: contextSchema,
+    document: documentSchema,
+  };
+}
+
+type Schemas = ReturnType<typeof buildSchemas>;
+let schemas: Schemas | undefined;
+
+export type ClusterFields = Partial<z.output<Schemas["cluster"]>>;
 /** A user's fields. */
-export type UserFields = Partial<z.output<typeof userSchema>>;
+export type UserFields = Partial<z.output<Schemas["user"]>>;
 /** A user's `exec` block. */
-export type ExecFields = z.output<typeof execSchema>;
+export type ExecFields = z.output<Schemas["exec"]>;
 /** A context's fields. */
-export type ContextFields = Partial<z.output<typeof contextSchema>>;
+export type ContextFields = Partial<z.output<Schemas["context"]>>;
 
 /** Where a named kubeconfig entry was defined. */
 export interface EntrySource {
@@ -208,7 +227,7 @@ export function parseKubeconfig(
   if (typeof document !== "object" || Array.isArray(document)) {
     throw fileError(file, `expected a mapping at the top level, got ${describeType(document)}`);
   }
-  const result = documentSchema.safeParse(dropNulls(document));
+  const result = (schemas ??= buildSchemas()).document.safeParse(dropNulls(document));
   if (!result.success) throw issueError(result.error, file);
   const data = result.data;
   const source = (path: string): EntrySource => ({ file, baseDir, path });
