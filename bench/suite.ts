@@ -456,6 +456,76 @@ function contenders(): Contender[] {
       env: BUN_ENV,
       measures: ["startup"],
     },
+    // Engine heap settings (issue 29, bench/README.md "Engine heap settings (2026-12-03)"):
+    // JavaScriptCore's options through BUN_JSC_<option>, V8's old-generation growth, glibc's
+    // malloc on Node. Each on top of what Rudder ships for that runtime.
+    ...([
+      // JSC sizes the heap after a full collection by one of two functions: on a host of 16 GB
+      // or more, heapGrowthMaxIncrease·e^(−steepness·heap/RAM) + 1 (Bun: 2 and 1, so about 3×);
+      // below, smallHeapGrowthFactor (2×) while the process is under 80 % of RAM.
+      ["jsc-small-grow", "BUN_JSC_smallHeapGrowthFactor=1.3 (below 16 GB of RAM only)", {
+        BUN_JSC_smallHeapGrowthFactor: "1.3",
+      }],
+      ["jsc-grow", "the heap 1.3× its live size after a full GC (on any host), not 2–3×", {
+        BUN_JSC_heapGrowthMaxIncrease: "0.3",
+        BUN_JSC_smallHeapGrowthFactor: "1.3",
+      }],
+      ["jsc-grow2", "the heap 2× its live size after a full GC (on any host)", {
+        BUN_JSC_heapGrowthMaxIncrease: "1",
+        BUN_JSC_smallHeapGrowthFactor: "2",
+      }],
+      [
+        "jsc-eden",
+        "BUN_JSC_largeHeapSize=2 MiB (the least allocated between GCs, 8 MiB by default)",
+        {
+          BUN_JSC_largeHeapSize: String(2 * 2 ** 20),
+        },
+      ],
+      ["jsc-grow-eden", "both of jsc-grow and jsc-eden", {
+        BUN_JSC_heapGrowthMaxIncrease: "0.3",
+        BUN_JSC_smallHeapGrowthFactor: "1.3",
+        BUN_JSC_largeHeapSize: String(2 * 2 ** 20),
+      }],
+      ["jsc-noconc", "BUN_JSC_useConcurrentGC=0 (no allocation while marking)", {
+        BUN_JSC_useConcurrentGC: "0",
+      }],
+    ] as const).map(([suffix, what, env]) => ({
+      name: `rudder-bun:${suffix}`,
+      label: `Rudder (Bun), + ${what}`,
+      command: () => [BUN, "run", RUDDER],
+      env: { ...BUN_ENV, ...env },
+      measures: ["sync", "relist", "reconcile-1", "reconcile-10"] as Measure[],
+    })),
+    {
+      name: "rudder-deno:grow30",
+      label: "Rudder (Deno), + --heap-growing-percent=30 (old generation grows 1.3× between GCs)",
+      command: () => denoCommand(RUDDER, [...DENO_V8_FLAGS, "--heap-growing-percent=30"]),
+      env: DENO_ENV,
+      measures: ["sync", "relist", "reconcile-1", "reconcile-10"],
+    },
+    {
+      name: "rudder-node:grow30",
+      label: "Rudder (Node), + --heap-growing-percent=30 (old generation grows 1.3× between GCs)",
+      command: () => nodeCommand(RUDDER, [...NODE_V8_FLAGS, "--heap-growing-percent=30"]),
+      env: NODE_RUNTIME_ENV,
+      measures: ["sync", "relist", "reconcile-1", "reconcile-10"],
+    },
+    ...([
+      ["arena2", "MALLOC_ARENA_MAX=2", { MALLOC_ARENA_MAX: "2" }],
+      ["mmap16k", "MALLOC_MMAP_THRESHOLD_=16384 instead of 131072", {
+        MALLOC_MMAP_THRESHOLD_: "16384",
+      }],
+      ["arena2-mmap16k", "MALLOC_ARENA_MAX=2, MALLOC_MMAP_THRESHOLD_=16384", {
+        MALLOC_ARENA_MAX: "2",
+        MALLOC_MMAP_THRESHOLD_: "16384",
+      }],
+    ] as const).map(([suffix, what, env]) => ({
+      name: `rudder-node:${suffix}`,
+      label: `Rudder (Node), + ${what}`,
+      command: () => nodeCommand(RUDDER, NODE_V8_FLAGS),
+      env: { ...NODE_RUNTIME_ENV, ...env },
+      measures: ["sync", "relist", "reconcile-1", "reconcile-10"] as Measure[],
+    })),
   ];
   for (const variant of variants) all.push({ ...variant, variant: true });
   return all;
