@@ -398,7 +398,7 @@ function contenders(): Contender[] {
     }),
     {
       name: "rudder-node:defaults",
-      label: "Rudder (Node), Node's defaults (no --max-semi-space-size, no MALLOC_MMAP_THRESHOLD_)",
+      label: "Rudder (Node), Node's defaults (no --max-semi-space-size, no malloc settings)",
       command: () => nodeCommand(RUDDER),
       measures: ["sync", "reconcile-10", "startup"],
     },
@@ -510,22 +510,21 @@ function contenders(): Contender[] {
       env: NODE_RUNTIME_ENV,
       measures: ["sync", "relist", "reconcile-1", "reconcile-10"],
     },
-    ...([
-      ["arena2", "MALLOC_ARENA_MAX=2", { MALLOC_ARENA_MAX: "2" }],
-      ["mmap16k", "MALLOC_MMAP_THRESHOLD_=16384 instead of 131072", {
-        MALLOC_MMAP_THRESHOLD_: "16384",
-      }],
-      ["arena2-mmap16k", "MALLOC_ARENA_MAX=2, MALLOC_MMAP_THRESHOLD_=16384", {
-        MALLOC_ARENA_MAX: "2",
-        MALLOC_MMAP_THRESHOLD_: "16384",
-      }],
-    ] as const).map(([suffix, what, env]) => ({
-      name: `rudder-node:${suffix}`,
-      label: `Rudder (Node), + ${what}`,
+    {
+      // Shipped since 2026-12-03: NODE_RUNTIME_ENV has MALLOC_ARENA_MAX=2.
+      name: "rudder-node:arenas",
+      label: "Rudder (Node), glibc's arenas (no MALLOC_ARENA_MAX=2, the default before 2026-12-03)",
       command: () => nodeCommand(RUDDER, NODE_V8_FLAGS),
-      env: { ...NODE_RUNTIME_ENV, ...env },
-      measures: ["sync", "relist", "reconcile-1", "reconcile-10"] as Measure[],
-    })),
+      env: DENO_ENV,
+      measures: ["sync", "relist", "reconcile-1", "reconcile-10"],
+    },
+    {
+      name: "rudder-node:mmap16k",
+      label: "Rudder (Node), + MALLOC_MMAP_THRESHOLD_=16384 instead of 131072",
+      command: () => nodeCommand(RUDDER, NODE_V8_FLAGS),
+      env: { ...NODE_RUNTIME_ENV, MALLOC_MMAP_THRESHOLD_: "16384" },
+      measures: ["sync", "relist", "reconcile-1", "reconcile-10"],
+    },
   ];
   for (const variant of variants) all.push({ ...variant, variant: true });
   return all;
