@@ -516,7 +516,7 @@ function contenders(): Contender[] {
       label: "Rudder (Node), glibc's arenas (no MALLOC_ARENA_MAX=2, the default before 2026-12-03)",
       command: () => nodeCommand(RUDDER, NODE_V8_FLAGS),
       env: DENO_ENV,
-      measures: ["sync", "relist", "reconcile-1", "reconcile-10"],
+      measures: ["sync", "relist", "reconcile-1", "reconcile-10", "startup"],
     },
     {
       name: "rudder-node:mmap16k",
