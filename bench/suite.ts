@@ -452,7 +452,7 @@ function contenders(): Contender[] {
     }),
     {
       name: "rudder-node:defaults",
-      label: "Rudder (Node), Node's defaults (no --max-semi-space-size, no MALLOC_MMAP_THRESHOLD_)",
+      label: "Rudder (Node), Node's defaults (no --max-semi-space-size, no malloc settings)",
       command: () => nodeCommand(RUDDER),
       measures: ["sync", "reconcile-10", "startup"],
     },
@@ -514,6 +514,75 @@ function contenders(): Contender[] {
     // Rudder with node_modules>, the same contenders run from that checkout in the same rounds,
     // so a change to the start-up path is measured against its parent under the same load.
     ...baselineVariants(process.env.RUDDER_BENCH_BASELINE),
+    // Engine heap settings (issue 29, bench/README.md "Engine heap settings (2026-12-03)"):
+    // JavaScriptCore's options through BUN_JSC_<option>, V8's old-generation growth, glibc's
+    // malloc on Node. Each on top of what Rudder ships for that runtime.
+    ...([
+      // JSC sizes the heap after a full collection by one of two functions: on a host of 16 GB
+      // or more, heapGrowthMaxIncrease·e^(−steepness·heap/RAM) + 1 (Bun: 2 and 1, so about 3×);
+      // below, smallHeapGrowthFactor (2×) while the process is under 80 % of RAM.
+      ["jsc-small-grow", "BUN_JSC_smallHeapGrowthFactor=1.3 (below 16 GB of RAM only)", {
+        BUN_JSC_smallHeapGrowthFactor: "1.3",
+      }],
+      ["jsc-grow", "the heap 1.3× its live size after a full GC (on any host), not 2–3×", {
+        BUN_JSC_heapGrowthMaxIncrease: "0.3",
+        BUN_JSC_smallHeapGrowthFactor: "1.3",
+      }],
+      ["jsc-grow2", "the heap 2× its live size after a full GC (on any host)", {
+        BUN_JSC_heapGrowthMaxIncrease: "1",
+        BUN_JSC_smallHeapGrowthFactor: "2",
+      }],
+      [
+        "jsc-eden",
+        "BUN_JSC_largeHeapSize=2 MiB (the least allocated between GCs, 8 MiB by default)",
+        {
+          BUN_JSC_largeHeapSize: String(2 * 2 ** 20),
+        },
+      ],
+      ["jsc-grow-eden", "both of jsc-grow and jsc-eden", {
+        BUN_JSC_heapGrowthMaxIncrease: "0.3",
+        BUN_JSC_smallHeapGrowthFactor: "1.3",
+        BUN_JSC_largeHeapSize: String(2 * 2 ** 20),
+      }],
+      ["jsc-noconc", "BUN_JSC_useConcurrentGC=0 (no allocation while marking)", {
+        BUN_JSC_useConcurrentGC: "0",
+      }],
+    ] as const).map(([suffix, what, env]) => ({
+      name: `rudder-bun:${suffix}`,
+      label: `Rudder (Bun), + ${what}`,
+      command: () => [BUN, "run", RUDDER],
+      env: { ...BUN_ENV, ...env },
+      measures: ["sync", "relist", "reconcile-1", "reconcile-10"] as Measure[],
+    })),
+    {
+      name: "rudder-deno:grow30",
+      label: "Rudder (Deno), + --heap-growing-percent=30 (old generation grows 1.3× between GCs)",
+      command: () => denoCommand(RUDDER, [...DENO_V8_FLAGS, "--heap-growing-percent=30"]),
+      env: DENO_ENV,
+      measures: ["sync", "relist", "reconcile-1", "reconcile-10"],
+    },
+    {
+      name: "rudder-node:grow30",
+      label: "Rudder (Node), + --heap-growing-percent=30 (old generation grows 1.3× between GCs)",
+      command: () => nodeCommand(RUDDER, [...NODE_V8_FLAGS, "--heap-growing-percent=30"]),
+      env: NODE_RUNTIME_ENV,
+      measures: ["sync", "relist", "reconcile-1", "reconcile-10"],
+    },
+    {
+      // Shipped since 2026-12-03: NODE_RUNTIME_ENV has MALLOC_ARENA_MAX=2.
+      name: "rudder-node:arenas",
+      label: "Rudder (Node), glibc's arenas (no MALLOC_ARENA_MAX=2, the default before 2026-12-03)",
+      command: () => nodeCommand(RUDDER, NODE_V8_FLAGS),
+      env: DENO_ENV,
+      measures: ["sync", "relist", "reconcile-1", "reconcile-10", "startup"],
+    },
+    {
+      name: "rudder-node:mmap16k",
+      label: "Rudder (Node), + MALLOC_MMAP_THRESHOLD_=16384 instead of 131072",
+      command: () => nodeCommand(RUDDER, NODE_V8_FLAGS),
+      env: { ...NODE_RUNTIME_ENV, MALLOC_MMAP_THRESHOLD_: "16384" },
+      measures: ["sync", "relist", "reconcile-1", "reconcile-10"],
+    },
   ];
   for (const variant of variants) all.push({ ...variant, variant: true });
   return all;

@@ -361,7 +361,11 @@ export const DENO_ENV: Readonly<Record<string, string>> = { MALLOC_MMAP_THRESHOL
  * buffers of a list page freed as an informer goes quiet stay resident; a delay of 0 hands them
  * back at once. Measured with 10,000 ConfigMaps: RSS per cached object 1.70–1.74× Go's instead
  * of 1.88–1.92×, a relist peak 9–10 MiB lower, no difference in CPU per reconcile beyond the
- * rounds' spread (bench/README.md, "Memory on Bun").
+ * rounds' spread (bench/README.md, "Memory on Bun"). JavaScriptCore's heap is left at its sizing:
+ * a heap 1.3× what survived a full collection (`BUN_JSC_heapGrowthMaxIncrease=0.3` with
+ * `BUN_JSC_smallHeapGrowthFactor=1.3`) took 6–12 MiB off the RSS after 2,000 reconciles and 5–8
+ * MiB off a relist's peak, for 12–25 % more CPU per reconcile in both runs that measured it
+ * (bench/README.md, "Engine heap settings").
  */
 export const BUN_ENV: Readonly<Record<string, string>> = { MIMALLOC_PURGE_DELAY: "0" };
 
@@ -372,14 +376,22 @@ export const BUN_ENV: Readonly<Record<string, string>> = { MIMALLOC_PURGE_DELAY:
  * resident. With {@linkcode NODE_V8_FLAGS}, measured against Node's defaults (2 rounds, 2,000
  * ConfigMaps, bench/results/2026-12-03-node-settings.md): RSS per cached object 1.89× Go's
  * instead of 3.44×, 114 MiB after 500 reconciles instead of 147, idle 105 MiB instead of 124,
- * with the same CPU and throughput.
+ * with the same CPU and throughput. Two glibc arenas instead of up to eight per core
+ * keep fewer half-used heaps after a sync: with 10,000 ConfigMaps, RSS per cached object 1.25× Go's
+ * instead of 1.40× and 1.58× instead of 1.76× in two runs, a relist peak 2.5 MiB lower, with the
+ * same CPU per reconcile within the rounds' spread (bench/README.md, "Engine heap settings").
  */
-export const NODE_RUNTIME_ENV: Readonly<Record<string, string>> = DENO_ENV;
+export const NODE_RUNTIME_ENV: Readonly<Record<string, string>> = {
+  ...DENO_ENV,
+  MALLOC_ARENA_MAX: "2",
+};
 
 /**
  * V8 flags Rudder runs a Node operator with: wherever {@linkcode NODE_RUNTIME_ENV} applies (the
  * single executable carries them in its `execArgv`). The same 2 MiB semi-space as Deno's, for
- * the same reason ({@linkcode DENO_V8_FLAGS}).
+ * the same reason ({@linkcode DENO_V8_FLAGS}). A fixed old-generation growth
+ * (`--heap-growing-percent=30`) changed neither the RSS per cached object nor a relist's peak, on
+ * Node or Deno (bench/README.md, "Engine heap settings").
  */
 export const NODE_V8_FLAGS: readonly string[] = DENO_V8_FLAGS;
 

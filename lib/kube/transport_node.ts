@@ -209,7 +209,11 @@ function exchange(
         if (settled) return;
         settled = true;
         signal?.removeEventListener("abort", onAbort);
-        resolve(new Response(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks), head));
+        const whole = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+        // A kept TLS connection leaves this answer's message reachable while it idles, and
+        // with it this listener's chunks: a list page's worth of memory after a sync.
+        chunks.length = 0;
+        resolve(new Response(whole, head));
       });
     });
     if (body instanceof ReadableStream) {

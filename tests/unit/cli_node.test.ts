@@ -72,8 +72,9 @@ describe("rudder init --runtime node", () => {
     const cli = "node node_modules/@rudder/operator/cli/main.js";
     assert.equal(pkg.type, "module");
     assert.deepEqual(pkg.scripts, {
-      start: "MALLOC_MMAP_THRESHOLD_=131072 node --max-semi-space-size=2 main.ts",
-      run: "MALLOC_MMAP_THRESHOLD_=131072 node --max-semi-space-size=2 main.ts",
+      start:
+        "MALLOC_MMAP_THRESHOLD_=131072 MALLOC_ARENA_MAX=2 node --max-semi-space-size=2 main.ts",
+      run: "MALLOC_MMAP_THRESHOLD_=131072 MALLOC_ARENA_MAX=2 node --max-semi-space-size=2 main.ts",
       test: "node --test",
       rudder: cli,
       dev: `${cli} dev --runtime node`,
@@ -202,12 +203,13 @@ const settings: ProjectSettings = {
 };
 
 describe("a Node operator's settings", () => {
-  it("are Deno's: a 2 MiB semi-space and a fixed mmap threshold, wherever Rudder runs it", () => {
+  it("are Deno's and two glibc arenas: a 2 MiB semi-space, a fixed mmap threshold, wherever Rudder runs it", () => {
+    const env = { MALLOC_MMAP_THRESHOLD_: "131072", MALLOC_ARENA_MAX: "2" };
     assert.deepEqual(NODE_V8_FLAGS, ["--max-semi-space-size=2"]);
-    assert.deepEqual(operatorEnv("node"), { MALLOC_MMAP_THRESHOLD_: "131072" });
+    assert.deepEqual(operatorEnv("node"), env);
     const run = runModuleCommand("node", "main.ts", {}, { operator: true });
     assert.deepEqual(run.args, ["--max-semi-space-size=2", "main.ts"]);
-    assert.deepEqual(run.env, { MALLOC_MMAP_THRESHOLD_: "131072" });
+    assert.deepEqual(run.env, env);
     assert.deepEqual(runModuleCommand("node", "discover.ts", {}).args, ["discover.ts"]);
   });
 });

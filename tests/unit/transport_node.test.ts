@@ -8,6 +8,9 @@ import { createServer, type Server } from "node:http";
 import { createServer as createTlsServer } from "node:https";
 import type { TLSSocket } from "node:tls";
 import process from "node:process";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
+import { Buffer } from "node:buffer";
 import { gzipSync } from "node:zlib";
 import { createNodeFetcher } from "../../lib/kube/transport_node.ts";
 import { createCertificateAuthority } from "../../lib/testing/certs.ts";
@@ -135,6 +138,47 @@ describe("the Node transport adapter", () => {
       assert.deepEqual(lines, ['{"line":1}', '{"line":2}', '{"line":3}']);
     } finally {
       fetcher.close();
+    }
+  });
+
+  it("lets go of a whole body's chunks once read, while a TLS connection is kept", T, async () => {
+    // A collection the test can force: node:test passes no --expose-gc.
+    setFlagsFromString("--expose-gc");
+    const collect = runInNewContext("gc") as () => void;
+    const arrayBuffers = async () => {
+      for (let i = 0; i < 3; i++) {
+        collect();
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      return process.memoryUsage().arrayBuffers;
+    };
+    const ca = await createCertificateAuthority("node-adapter-ca");
+    const serving = await ca.issueServing({ commonName: "api.test", dnsNames: ["api.test"] });
+    // 8 MiB in 128 pieces, as a list page arrives: the client gets many chunks.
+    const server = createTlsServer({ cert: serving.cert, key: serving.key }, (_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      const piece = Buffer.alloc(64 * 1024, 0x61);
+      for (let i = 0; i < 128; i++) res.write(piece);
+      res.end();
+    });
+    const port = await new Promise<number>((resolve) =>
+      server.listen(0, "127.0.0.1", () => resolve((server.address() as { port: number }).port))
+    );
+    const fetcher = createNodeFetcher({ caData: ca.cert, serverName: "api.test" });
+    try {
+      const before = await arrayBuffers();
+      const read = async () => {
+        const response = await fetcher.fetch(`https://127.0.0.1:${port}/large`, {});
+        return (await response.arrayBuffer()).byteLength;
+      };
+      assert.equal(await read(), 8 * 2 ** 20);
+      // The connection idles in the agent's pool for the next request.
+      const held = (await arrayBuffers()) - before;
+      assert.ok(held < 2 * 2 ** 20, `${held} bytes of array buffers still held`);
+    } finally {
+      fetcher.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
     }
   });
 
