@@ -14,7 +14,7 @@
  * @module
  */
 
-import { MEMORY_LIMIT_MIB } from "./sizing.ts";
+import { memoryMiB } from "./sizing.ts";
 
 /** What the dashboard is made for. */
 export interface DashboardOptions {
@@ -26,6 +26,11 @@ export interface DashboardOptions {
   webhooks?: boolean;
   /** Whether the operator's replicas split its objects in a shard ring. Default false. */
   sharded?: boolean;
+  /**
+   * The Deployment's memory limit in MiB, at 90 % of which the memory panel turns red. Default:
+   * the generated Deployment's for a Deno or Bun image (`cli/sizing.ts`).
+   */
+  memoryLimitMiB?: number;
 }
 
 /** One query of a panel: a PromQL expression and its legend. */
@@ -64,10 +69,9 @@ const DATASOURCE = { type: "prometheus", uid: "${datasource}" } as const;
 /** The percentiles of every latency panel. */
 const QUANTILES = [0.5, 0.9, 0.99];
 /**
- * The generated Deployment's limits (manifests.ts): memory and CPU panels turn red at 90 % of
- * them, before the kubelet kills or throttles the operator.
+ * The generated Deployment's CPU limit (manifests.ts): the CPU panel turns red at 90 % of it, as
+ * the memory panel at 90 % of the memory limit, before the kubelet throttles or kills the operator.
  */
-const MEMORY_LIMIT_BYTES = MEMORY_LIMIT_MIB * 1024 * 1024;
 const CPU_LIMIT_CORES = 0.5;
 
 /** `metric{SELECT, extra}`. */
@@ -389,14 +393,14 @@ function informerRow(): RowSpec {
   };
 }
 
-function processRow(): RowSpec {
+function processRow(memoryLimitMiB: number): RowSpec {
   return {
     title: "Process",
     panels: [
       {
         title: "Memory",
         description:
-          `Resident memory by instance. Red at 90 % of the Deployment's ${MEMORY_LIMIT_MIB} MiB ` +
+          `Resident memory by instance. Red at 90 % of the Deployment's ${memoryLimitMiB} MiB ` +
           "limit: the kubelet kills the pod at the limit; raise it, or cache less (cache " +
           "byObject, label selectors, metadata-only watches).",
         queries: [{
@@ -404,7 +408,7 @@ function processRow(): RowSpec {
           legend: "{{instance}}",
         }],
         unit: "bytes",
-        red: 0.9 * MEMORY_LIMIT_BYTES,
+        red: 0.9 * memoryLimitMiB * 2 ** 20,
       },
       {
         title: "CPU",
@@ -526,7 +530,7 @@ function rows(options: DashboardOptions): RowSpec[] {
     ...(options.webhooks ? [webhookRow()] : []),
     informerRow(),
     ...(options.sharded ? [shardingRow()] : []),
-    processRow(),
+    processRow(options.memoryLimitMiB ?? memoryMiB().limit),
   ];
 }
 

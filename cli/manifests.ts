@@ -31,6 +31,7 @@ import { basename, dirname, isAbsolute, join, relative, resolve } from "node:pat
 import { stringify } from "yaml";
 import { parseAddress } from "../lib/server/address.ts";
 import {
+  choiceFlag,
   type CommandIO,
   type CommandSpec,
   parseCommandArgs,
@@ -40,7 +41,7 @@ import {
 import { dashboardManifests } from "./dashboards.ts";
 import { type DiscoveredController, type Discovery, discoveryScript } from "./discover.ts";
 import { parseReference } from "./oci/reference.ts";
-import { managerResources } from "./sizing.ts";
+import { imageRuntimes, managerResources, memoryMiB } from "./sizing.ts";
 import {
   finishShardWebhooks,
   shardedDeployment,
@@ -58,6 +59,7 @@ import {
   webhookManifests,
 } from "./webhook_manifests.ts";
 import {
+  buildRuntime,
   cliEntrypoint,
   findProjectDir,
   loadProject,
@@ -67,6 +69,7 @@ import {
   type ProjectSettings,
   runModuleCommand,
   type Runtime,
+  RUNTIMES,
 } from "./project.ts";
 
 /** What the manifests are made from besides the discovered code. */
@@ -253,6 +256,8 @@ interface ManifestContext {
   webhooks: WebhookManifests | undefined;
   /** The shard ring, when its replicas split its objects. */
   sharding: ShardingPlan | undefined;
+  /** The manager container's memory request and limit in MiB, for the image's runtimes. */
+  memory: { request: number; limit: number };
 }
 
 /** A manifest: its path under the output directory and its object. */
@@ -263,12 +268,13 @@ const RBAC_GROUP = "rbac.authorization.k8s.io";
 /**
  * Every file of the manifests, by path relative to the output directory: `crd/…`, `rbac/…`,
  * `manager/…`, `webhook/…` (only with webhooks), `grafana/…` (only with metrics) and
- * `kustomization.yaml`. A sharded operator's dashboard also has the shard ring's panels.
+ * `kustomization.yaml`. A sharded operator's dashboard also has the shard ring's panels. The
+ * manager's memory is sized for the heaviest of `runtimes` (default: Deno and Bun; ./sizing.ts).
  */
 export function generateManifests(
   settings: ManifestSettings,
   discovery: Discovery,
-  options: { certMode?: CertMode } = {},
+  options: { certMode?: CertMode; runtimes?: readonly Runtime[] } = {},
 ): Map<string, string> {
   const selector = {
     "app.kubernetes.io/name": settings.name,
@@ -291,6 +297,7 @@ export function generateManifests(
       })
       : undefined,
     sharding,
+    memory: memoryMiB(options.runtimes),
   };
   if (sharding && ctx.webhooks) finishShardWebhooks(ctx.webhooks.files, sharding);
   const names: ShardingNames = {
@@ -305,6 +312,7 @@ export function generateManifests(
       namespace: settings.namespace,
       webhooks: ctx.webhooks !== undefined,
       sharded: sharding !== undefined,
+      memoryLimitMiB: ctx.memory.limit,
     }, labels)
     : undefined;
   const manifests: Manifest[] = [
@@ -560,7 +568,7 @@ function deploymentManifest(ctx: ManifestContext): Manifest {
             ports,
             ...probes,
             // From the benchmark suite's measurements, with a margin (./sizing.ts).
-            resources: managerResources(),
+            resources: managerResources(ctx.memory),
             securityContext: {
               allowPrivilegeEscalation: false,
               readOnlyRootFilesystem: true,
@@ -659,6 +667,13 @@ export const manifestsSpec: CommandSpec = {
       description: "The Deployment's image, e.g. the ref@sha256:… that rudder build --push " +
         "wrote to dist/<name>.image (default: rudder.json's image).",
     },
+    runtime: {
+      type: "string",
+      value: "deno|bun|node",
+      description: "The runtime of the image (rudder build --runtime), which the manager's " +
+        "memory request and limit are sized for (default: the heavier of Deno and Bun, or of " +
+        "Node and Bun for a project without a deno.json).",
+    },
     "cert-mode": {
       type: "string",
       value: "<mode>",
@@ -708,8 +723,16 @@ export async function runManifests(args: string[], io: CommandIO): Promise<numbe
       "manifests",
     );
   }
+  const runtime = stringFlag(parsed, "runtime")
+    ? choiceFlag(parsed, "runtime", RUNTIMES, "deno", "manifests")
+    : undefined;
   const discovery = await discoverProject(settings, { env: io.env });
-  const files = generateManifests(settings, discovery, { certMode: certMode as CertMode });
+  const files = generateManifests(settings, discovery, {
+    certMode: certMode as CertMode,
+    runtimes: runtime
+      ? [runtime]
+      : imageRuntimes(buildRuntime(settings.dir) === "node" ? "node" : "deno"),
+  });
   for (const path of writeManifests(outDir, files)) io.out(relative(io.cwd, path) || path);
   const controllers = discovery.controllers.map((c) => c.name).join(", ") || "none";
   io.err(

@@ -1,15 +1,18 @@
 /**
- * The memory an operator needs, from the benchmark suite's measurements (bench/README.md,
- * "Loaded memory and the list path"), and the generated Deployment's requests and limits derived
- * from them with a stated margin. docs/guides/sizing.md explains the figures; when the suite's
- * figures change, change them here and there.
+ * The memory an operator needs, from the benchmark suite's measurements (bench/README.md, "Idle
+ * memory, second pass" and "Engine heap settings"), and the generated Deployment's requests and
+ * limits derived from them with a stated margin. docs/guides/sizing.md explains the figures; when
+ * the suite's figures change, change them here and there.
  *
  * @module
  */
 
+/** A runtime an operator's image runs on (the CLI's `Runtime`; this layer imports nothing). */
+export type SizedRuntime = "deno" | "bun" | "node";
+
 /** One runtime's measured memory. */
 export interface RuntimeMemory {
-  /** Resident memory of an idle operator 3 s after `/readyz`, in MiB. */
+  /** Resident memory of the scaffold's operator as deployed, 10 s after `/readyz`, in MiB. */
   idleMiB: number;
   /** Resident memory per cached ConfigMap of 1 KiB (about 1.5 KB of JSON), in bytes. */
   bytesPerObject: number;
@@ -18,14 +21,18 @@ export interface RuntimeMemory {
 }
 
 /**
- * Measured with 10,000 ConfigMaps: per object in bench/results/2026-12-03-memload-after.md (Bun's
- * from 2026-12-03-memload-before.md: Bun parses list pages whole, as before), the relist in
- * 2026-12-03-memload-relist500.md; idle in 2026-12-02-final10.md.
+ * Medians of the suite's runs, 10,000 ConfigMaps (bench/results/2026-12-03-*.md). Idle: the
+ * scaffold's operator with metrics, probes and leader election, in `idle2-final` (Deno, Bun) and
+ * `idle2-node-binary` (Node's single executable, what `rudder build --runtime node` ships). Per
+ * object and relist: `heap-x` (Deno), `heap-z` and the median relist of `heap-x`, `heap-z` and
+ * `heap-bun` (Bun: its relist peak is the noisiest figure), `heap-node` (Node). Go's for
+ * comparison: `idle2-final` and `2026-12-03-memload-after`.
  */
-export const MEASURED_MEMORY: Readonly<Record<"deno" | "bun" | "go", RuntimeMemory>> = {
-  deno: { idleMiB: 75.0, bytesPerObject: 2_430, relistBytesPerObject: 2_230 },
-  bun: { idleMiB: 61.4, bytesPerObject: 3_640, relistBytesPerObject: 1_760 },
-  go: { idleMiB: 30.5, bytesPerObject: 2_180, relistBytesPerObject: 3_770 },
+export const MEASURED_MEMORY: Readonly<Record<SizedRuntime | "go", RuntimeMemory>> = {
+  deno: { idleMiB: 74.8, bytesPerObject: 2_398, relistBytesPerObject: 2_055 },
+  bun: { idleMiB: 61.9, bytesPerObject: 3_501, relistBytesPerObject: 2_506 },
+  node: { idleMiB: 106.5, bytesPerObject: 2_734, relistBytesPerObject: 1_237 },
+  go: { idleMiB: 30.7, bytesPerObject: 2_180, relistBytesPerObject: 3_770 },
 };
 
 /** Cached objects the request is sized for: a small operator's. */
@@ -37,9 +44,17 @@ export const REQUEST_MARGIN = 1.2;
 /** See {@linkcode REQUEST_MARGIN}. */
 export const LIMIT_MARGIN = 1.5;
 
+/**
+ * The runtimes a project's image may be built with when `rudder manifests` is not told: a Deno
+ * project's with Deno or Bun, a Node project's with Node or Bun (`rudder build --runtime`).
+ */
+export function imageRuntimes(project: "deno" | "node"): readonly SizedRuntime[] {
+  return project === "node" ? ["node", "bun"] : ["deno", "bun"];
+}
+
 /** `objects` cached, at their relist peak when `relist`: MiB on `runtime`. */
 export function operatorMemoryMiB(
-  runtime: keyof typeof MEASURED_MEMORY,
+  runtime: SizedRuntime | "go",
   objects: number,
   relist = false,
 ): number {
@@ -53,32 +68,36 @@ function roundUp(mib: number): number {
   return Math.ceil(mib / 32) * 32;
 }
 
-/** The larger of Deno's and Bun's figure: the Deployment does not know the image's runtime. */
-function heaviest(objects: number, relist: boolean): number {
-  return Math.max(
-    operatorMemoryMiB("deno", objects, relist),
-    operatorMemoryMiB("bun", objects, relist),
-  );
+/** The largest figure of `runtimes`: the Deployment does not know which one the image runs. */
+function heaviest(runtimes: readonly SizedRuntime[], objects: number, relist: boolean): number {
+  if (runtimes.length === 0) throw new Error("sizing: no runtime to size the operator for");
+  return Math.max(...runtimes.map((r) => operatorMemoryMiB(r, objects, relist)));
 }
 
-/** The manager container's memory request, in MiB (see {@linkcode managerResources}). */
-export const MEMORY_REQUEST_MIB: number = roundUp(
-  heaviest(REQUEST_OBJECTS, false) * REQUEST_MARGIN,
-);
-/** The manager container's memory limit, in MiB (see {@linkcode managerResources}). */
-export const MEMORY_LIMIT_MIB: number = roundUp(heaviest(LIMIT_OBJECTS, true) * LIMIT_MARGIN);
+/** The manager container's memory request and limit, in MiB, for an image on `runtimes`. */
+export function memoryMiB(
+  runtimes: readonly SizedRuntime[] = imageRuntimes("deno"),
+): { request: number; limit: number } {
+  return {
+    request: roundUp(heaviest(runtimes, REQUEST_OBJECTS, false) * REQUEST_MARGIN),
+    limit: roundUp(heaviest(runtimes, LIMIT_OBJECTS, true) * LIMIT_MARGIN),
+  };
+}
 
 /**
- * The manager container's resources: the request covers an idle operator with
- * {@linkcode REQUEST_OBJECTS} cached objects on the heaviest runtime, the limit a relist of
- * {@linkcode LIMIT_OBJECTS}, each with its margin.
+ * The manager container's resources for the memory {@linkcode memoryMiB} gives (by default for a
+ * Deno or Bun image): the request covers an idle operator with {@linkcode REQUEST_OBJECTS} cached
+ * objects on the heaviest runtime, the limit a relist of {@linkcode LIMIT_OBJECTS}, each with its
+ * margin.
  */
-export function managerResources(): {
+export function managerResources(
+  memory: { request: number; limit: number } = memoryMiB(),
+): {
   requests: { cpu: string; memory: string };
   limits: { cpu: string; memory: string };
 } {
   return {
-    requests: { cpu: "10m", memory: `${MEMORY_REQUEST_MIB}Mi` },
-    limits: { cpu: "500m", memory: `${MEMORY_LIMIT_MIB}Mi` },
+    requests: { cpu: "10m", memory: `${memory.request}Mi` },
+    limits: { cpu: "500m", memory: `${memory.limit}Mi` },
   };
 }

@@ -17,6 +17,7 @@ import {
   type Discovery,
 } from "../../cli/discover.ts";
 import { deriveRules, generateManifests, type ManifestSettings } from "../../cli/manifests.ts";
+import { memoryMiB } from "../../cli/sizing.ts";
 import { cliEntrypoint } from "../../cli/project.ts";
 import { z } from "../../lib/api/zod.ts";
 import { defineResource } from "../../lib/api/resource.ts";
@@ -458,6 +459,27 @@ console.log("main.ts may print; the manifests do not care");
       parse(readFileSync(join(dir, "deploy", "manager", "deployment.yaml"), "utf8")).metadata.name,
       "gizmo-operator-controller-manager",
     );
+  });
+
+  it("sizes the manager's memory for the image's runtime, and refuses one it does not know", async () => {
+    const dir = project(
+      "sized-operator",
+      `import type { Manager } from "${checkout}mod.ts";
+export function setup(_mgr: Manager): void {}
+`,
+    );
+    const bad = await rudder(dir, "manifests", "--runtime", "python");
+    assert.equal(bad.code, 2);
+    assert.match(bad.err, /--runtime must be one of deno, bun, node \(got "python"\)/);
+    const { code, err } = await rudder(dir, "manifests", "--runtime", "node");
+    assert.equal(code, 0, err);
+    const deployment = parse(
+      readFileSync(join(dir, "config", "manager", "deployment.yaml"), "utf8"),
+    );
+    assert.deepEqual(deployment.spec.template.spec.containers[0].resources.limits, {
+      cpu: "500m",
+      memory: `${memoryMiB(["node"]).limit}Mi`,
+    });
   });
 
   it("fails naming the missing setup export", async () => {
