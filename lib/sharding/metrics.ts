@@ -56,10 +56,11 @@ export function shardingMetrics(registry: Registry): ShardingMetrics {
         help: "Objects of a sharded kind (or a kind that follows its owner) this shard caches.",
         labelNames: ["ring", "shard", "kind"],
         collect: async (gauge) => {
+          // Every count first, then reset and set in one go: a scrape that overlaps this one
+          // must never render the gauge between the reset and the sets.
+          const counts = await Promise.all([...sources].map((count) => count()));
           gauge.reset();
-          for (const count of sources) {
-            for (const { count: n, ...labels } of await count()) gauge.set(labels, n);
-          }
+          for (const { count: n, ...labels } of counts.flat()) gauge.set(labels, n);
         },
       }),
   );

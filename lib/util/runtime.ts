@@ -116,8 +116,9 @@ export function runtimeName(): "deno" | "bun" | "node" {
 }
 
 /**
- * Lets the process exit while `timer` is pending: Deno's timers are numbers that
- * `Deno.unrefTimer` releases, Bun's and Node's are objects with `unref()`.
+ * Lets the process exit while `timer` is pending. Timers are objects with `unref()` on Node, Bun
+ * and Deno since its global timers became Node's `Timeout`; a timer id (a number, as older Deno and
+ * the web's timers give) is released with `Deno.unrefTimer`.
  *
  * @example
  * ```ts

@@ -135,6 +135,38 @@ describe("shardingMetrics", () => {
     assert.deepEqual(only(await scrape(registry), "rudder_shard_objects"), {});
   });
 
+  it("gives overlapping scrapes every series, never the gauge between its reset and its sets", async () => {
+    const registry = new Registry();
+    const metrics = shardingMetrics(registry);
+    const release: (() => void)[] = [];
+    /** A counter whose n-th read answers at once when `slow[n]` is false, else when released. */
+    const counter = (kind: string, count: number, slow: boolean[]): ObjectCounter => {
+      let reads = 0;
+      return () => {
+        const answer = [{ ring: "r", shard: "s", kind, count }];
+        if (!slow[reads++]) return Promise.resolve(answer);
+        return new Promise((resolve) => release.push(() => resolve(answer)));
+      };
+    };
+    // The first scrape waits on Secrets, the second on Pods: the first must finish with the Pods
+    // the second has just reset and not yet counted again.
+    metrics.countObjects(counter("Pod", 3, [false, true]));
+    metrics.countObjects(counter("Secret", 5, [true, false]));
+    const want = {
+      'rudder_shard_objects{kind="Pod",ring="r",shard="s"}': 3,
+      'rudder_shard_objects{kind="Secret",ring="r",shard="s"}': 5,
+    };
+    const first = scrape(registry);
+    await new Promise((resolve) => setImmediate(resolve));
+    const second = scrape(registry);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(release.length, 2, "each scrape waits on one counter");
+    release[0]();
+    assert.deepEqual(only(await first, "rudder_shard_objects"), want);
+    release[1]();
+    assert.deepEqual(only(await second, "rudder_shard_objects"), want);
+  });
+
   it("keeps the counters of one registry apart from another's", async () => {
     const a = new Registry();
     const b = new Registry();
