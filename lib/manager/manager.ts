@@ -49,7 +49,7 @@ import { HTTPServer } from "../server/http_server.ts";
 import { type GroupName, isCache, Runnables } from "./runnable_group.ts";
 import { listenForSignals, signalHandler } from "./signals.ts";
 import type { WebhookHost } from "../webhook/builder.ts";
-import { Sharding } from "../sharding/sharding.ts";
+import { type ManagerSharding, Sharding } from "../sharding/sharding.ts";
 import { resolveShardingOptions, type ShardingOptions } from "../sharding/options.ts";
 import { CertificateRotator, type CertificateRotatorOptions } from "../webhook/rotation.ts";
 import { WebhookServer, type WebhookServerOptions } from "../webhook/server.ts";
@@ -363,7 +363,7 @@ export class Manager implements ControllerHost, WebhookHost {
   }
 
   /** The sharding of this manager's sharded controllers, with the `sharding` option. */
-  sharding(): Sharding | undefined {
+  sharding(): ManagerSharding | undefined {
     return this.#sharding;
   }
 

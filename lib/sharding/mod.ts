@@ -42,41 +42,7 @@ export {
   validateRingName,
 } from "./labels.ts";
 export { DEFAULT_VIRTUAL_NODES, hashKey, HashRing, type HashRingOptions } from "./ring.ts";
-export {
-  type ResolvedShardingOptions,
-  resolveShardingOptions,
-  type ShardingOptions,
-} from "./options.ts";
-export { leaseExpiry, liveShards, RingMembers, type RingMembersOptions } from "./membership.ts";
-export { type ObjectCounter, type ShardingMetrics, shardingMetrics } from "./metrics.ts";
-export {
-  CONTROLLER_UID_FIELD,
-  controllerUID,
-  Departures,
-  ShardGate,
-  type ShardGateOptions,
-} from "./shard.ts";
-export { decideMove, type MoveDecision, Sharder, type SharderOptions } from "./sharder.ts";
-export {
-  type ListPage,
-  type MetadataPage,
-  metadataPages,
-  ownedTarget,
-  type ShardedKind,
-  ShardWriter,
-  type ShardWriterOptions,
-} from "./writer.ts";
-export {
-  Fallback,
-  FALLBACK_DEAD_SHARD_GRACE_MS,
-  FALLBACK_UNASSIGNED_GRACE_MS,
-  type FallbackOptions,
-} from "./fallback.ts";
-export {
-  shardAssigner,
-  type ShardAssignerOptions,
-  shardWebhook,
-  type ShardWebhookOptions,
-  shardWebhookPath,
-} from "./webhook.ts";
-export { Sharding, type ShardingDeps } from "./sharding.ts";
+export type { ShardingOptions } from "./options.ts";
+export { leaseExpiry, liveShards } from "./membership.ts";
+export { FALLBACK_DEAD_SHARD_GRACE_MS, FALLBACK_UNASSIGNED_GRACE_MS } from "./fallback.ts";
+export type { ManagerSharding } from "./sharding.ts";

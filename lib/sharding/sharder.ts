@@ -83,7 +83,7 @@ export type MoveDecision =
  *
  * @example
  * ```ts
- * import { decideMove } from "@rudder/operator/sharding";
+ * import { decideMove } from "./sharder.ts";
  *
  * const alive = (shard: string) => shard !== "dead-0";
  * console.log(decideMove("a", false, "b", alive)); // drain

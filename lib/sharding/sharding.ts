@@ -84,8 +84,34 @@ export interface ShardingDeps {
   registry: Registry;
 }
 
+/**
+ * What a manager with the `sharding` option tells about this replica's shard
+ * (`mgr.sharding()`); the builder's `sharded()` uses the rest.
+ *
+ * @example Label this replica's records with its shard
+ * ```ts
+ * import { Manager } from "@rudder/operator";
+ *
+ * const mgr = new Manager({ sharding: { ring: "example", namespace: "operators" } });
+ * const sharding = mgr.sharding();
+ * if (sharding) {
+ *   console.log(`${sharding.ring}/${sharding.shardName}`, sharding.isMember(), sharding.shards());
+ * }
+ * ```
+ */
+export interface ManagerSharding extends ShardingHost {
+  /** The ring's name. */
+  readonly ring: string;
+  /** This replica's shard name (its pod's name by default). */
+  readonly shardName: string;
+  /** Whether this replica holds its shard Lease, and so works on its shard's objects. */
+  isMember(): boolean;
+  /** The ring's live shards as this replica sees them, sorted. */
+  shards(): readonly string[];
+}
+
 /** The sharding of one manager; see the module doc. */
-export class Sharding implements ShardingHost, Runnable {
+export class Sharding implements ManagerSharding, Runnable {
   /** Its name among the manager's runnables. */
   readonly name = "sharding";
   /** The ring's members as this replica sees them. */
@@ -136,6 +162,11 @@ export class Sharding implements ShardingHost, Runnable {
   /** Whether this replica holds its shard Lease. */
   isMember(): boolean {
     return this.#holding;
+  }
+
+  /** The ring's live shards as this replica sees them, sorted. */
+  shards(): readonly string[] {
+    return this.members.ring.members;
   }
 
   /** The sharded kinds and the kinds that follow them, as registered so far. */

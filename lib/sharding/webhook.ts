@@ -96,7 +96,7 @@ export interface ShardWebhookOptions {
  * @example
  * ```ts
  * import { ConfigMap } from "@rudder/operator";
- * import { shardWebhook } from "@rudder/operator/sharding";
+ * import { shardWebhook } from "./webhook.ts";
  *
  * const webhook = shardWebhook({
  *   ring: "example",

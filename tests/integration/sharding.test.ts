@@ -233,7 +233,7 @@ describe("sharding with two managers in one process", () => {
     try {
       await eventually(
         "shard-a is in the ring",
-        () => a.mgr.sharding()?.members.ring.has("shard-a") ?? false,
+        () => a.mgr.sharding()?.shards().includes("shard-a") ?? false,
       );
       for (let i = 0; i < COUNT; i++) {
         const created = await client.create({
