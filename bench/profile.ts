@@ -5,7 +5,7 @@
  * Starts its own control plane. Writes bench/results/profile-<measure>-<runtime>-<date>.md and
  * keeps the raw .cpuprofile next to it (open it in Chrome DevTools).
  *
- * Usage: deno run -A bench/profile.ts [--runtime deno|bun] [--mode reconcile|sync]
+ * Usage: deno run -A bench/profile.ts [--runtime deno|bun|node] [--mode reconcile|sync]
  *   [--objects 2000] [--workers 10] [--page-size 0] [--name <suffix>] (the file then ends in -<suffix>)
  *
  * @module
@@ -19,7 +19,13 @@ import { dirname, join } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { BUN_ENV, DENO_ENV, DENO_V8_FLAGS } from "../cli/project.ts";
+import {
+  BUN_ENV,
+  DENO_ENV,
+  DENO_V8_FLAGS,
+  NODE_RUNTIME_ENV,
+  NODE_V8_FLAGS,
+} from "../cli/project.ts";
 import { type Client, newClient } from "../lib/client/client.ts";
 import { Environment } from "../lib/testing/envtest.ts";
 import { ROOT, setup } from "../tools/setup.ts";
@@ -27,6 +33,7 @@ import { ROOT, setup } from "../tools/setup.ts";
 const BENCH = dirname(fileURLToPath(import.meta.url));
 const RUDDER = join(BENCH, "contenders", "rudder.ts");
 const BUN = join(ROOT, "node_modules", "bun", "bin", "bun.exe");
+const NODE = join(ROOT, "node_modules", "node", "bin", "node");
 
 interface CallFrame {
   functionName: string;
@@ -158,6 +165,32 @@ async function profileBun(args: string[]): Promise<{ profile: CpuProfile; result
   }
 }
 
+/** Node's own `--cpu-prof`, with the V8 flags and environment Rudder runs Node operators with. */
+async function profileNode(args: string[]): Promise<{ profile: CpuProfile; result: string }> {
+  const dir = mkdtempSync(join(os.tmpdir(), "rudder-prof-"));
+  try {
+    const run = runChild([
+      NODE,
+      "--cpu-prof",
+      `--cpu-prof-dir=${dir}`,
+      "--cpu-prof-interval=500",
+      ...NODE_V8_FLAGS,
+      RUDDER,
+      ...args,
+    ], { ...NODE_RUNTIME_ENV });
+    const code = await run.exited;
+    if (code !== 0) throw new Error(`node exited ${code}: ${run.stderr()}`);
+    const file = readdirSync(dir).find((name) => name.endsWith(".cpuprofile"));
+    if (!file) throw new Error("node wrote no .cpuprofile");
+    return {
+      profile: JSON.parse(readFileSync(join(dir, file), "utf8")),
+      result: run.stdout().trim(),
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /** Self time per function and per file, from the sample counts (or hit counts). */
 function summarize(profile: CpuProfile, top: number): string[] {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
@@ -246,6 +279,8 @@ async function main(): Promise<void> {
     log(`profiling ${values.mode} of ${objects} objects on ${values.runtime}`);
     const { profile, result } = values.runtime === "bun"
       ? await profileBun(args)
+      : values.runtime === "node"
+      ? await profileNode(args)
       : await profileDeno(args);
     const date = new Date().toISOString().slice(0, 10);
     const suffix = values.name ? `-${values.name}` : "";
@@ -266,6 +301,9 @@ async function main(): Promise<void> {
       values.runtime === "bun"
         ? "Bun's sampler covers wall time, so the native `fetch` row includes waiting for " +
           "answers; compare the lib/ rows with each other and with `cpuSeconds` above."
+        : values.runtime === "node"
+        ? "Node's own sampler (`--cpu-prof`, 500 µs), CPU time of the main thread; the line " +
+          "numbers are the TypeScript's (Node strips types in place)."
         : "Line numbers are those of Deno's transpiled JavaScript (look functions up by name). " +
           "`op_inspector_emit_protocol_event`, `inspector_network_bridge.js` and " +
           "`readableByteStreamTee` are the inspector's own network instrumentation: the cost " +

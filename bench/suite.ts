@@ -451,6 +451,13 @@ function contenders(): Contender[] {
       ];
     }),
     {
+      name: "rudder-node:https",
+      label: "Rudder (Node), node:https instead of Rudder's HTTP/1.1 client (before 2026-12-04)",
+      command: () => nodeCommand(RUDDER, NODE_V8_FLAGS),
+      env: { ...NODE_RUNTIME_ENV, RUDDER_NODE_HTTPS: "1" },
+      measures: ["sync", "relist", "reconcile-1", "reconcile-10", "latency", "startup"],
+    },
+    {
       name: "rudder-node:defaults",
       label: "Rudder (Node), Node's defaults (no --max-semi-space-size, no malloc settings)",
       command: () => nodeCommand(RUDDER),

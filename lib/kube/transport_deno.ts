@@ -1,5 +1,5 @@
 /**
- * The transport's requests on Deno: through Rudder's HTTP/1.1 client (http1_deno.ts, one
+ * The transport's requests on Deno: through Rudder's HTTP/1.1 client (http1.ts, one
  * keep-alive pool per server and TLS setting), which costs a third less CPU per API call than
  * `fetch`; through `fetch` with a `Deno.HttpClient` for proxies, stream bodies, and everything
  * when `RUDDER_DENO_FETCH=1`.
@@ -10,7 +10,7 @@
 import { getLogger } from "@logtape/logtape";
 import { redactURL, urlUserInfo } from "./redact.ts";
 import type { Fetcher, TlsSettings } from "./fetcher.ts";
-import { Http1Pool } from "./http1_deno.ts";
+import { denoDialer, http1Fetch, Http1Pool } from "./http1.ts";
 import { deno } from "../util/runtime.ts";
 
 const logger = getLogger(["rudder", "kube", "transport"]);
@@ -59,40 +59,16 @@ export function createDenoFetcher(tls: TlsSettings): Fetcher {
   if (tls.proxyURL || useDenoFetch()) {
     return { fetch: viaFetch, close: () => client?.close() };
   }
-  // One pool per origin, parsed once; `null` for an origin only fetch can reach.
-  const pools = new Map<string, Http1Pool | null>();
-  const poolFor = (origin: string): Http1Pool | null => {
-    let pool = pools.get(origin);
-    if (pool === undefined) {
-      const server = http1Server(origin);
-      pool = server && new Http1Pool({
-        ...server,
-        caCerts: tls.caData ? [tls.caData] : undefined,
-        cert: tls.cert,
-        key: tls.key,
-      });
-      pools.set(origin, pool);
-    }
-    return pool;
-  };
+  const dial = denoDialer({
+    caCerts: tls.caData ? [tls.caData] : undefined,
+    cert: tls.cert,
+    key: tls.key,
+  });
+  const http1 = http1Fetch((server) => new Http1Pool({ ...server, dial }), viaFetch);
   return {
-    fetch(url, init) {
-      const slash = url.indexOf("/", url.indexOf("//") + 2);
-      const pool = slash > 0 && http1Sendable(init) ? poolFor(url.slice(0, slash)) : null;
-      if (!pool) return viaFetch(url, init);
-      const target = url.slice(slash);
-      return pool.request({
-        method: init.method ?? "GET",
-        target,
-        headers: (init.headers ?? {}) as Record<string, string>,
-        body: (init.body ?? undefined) as string | Uint8Array | undefined,
-        signal: init.signal ?? undefined,
-        stream: STREAMED.test(target),
-      });
-    },
+    fetch: http1.fetch,
     close() {
-      for (const pool of pools.values()) pool?.close();
-      pools.clear();
+      http1.close();
       client?.close();
     },
   };
@@ -108,36 +84,4 @@ function useDenoFetch(): boolean {
   } catch {
     return false; // No permission to read the environment.
   }
-}
-
-/**
- * The API server's answers that go on for as long as they are read: watches and followed logs.
- * Their bodies are streamed; every other body is read whole before the answer resolves.
- */
-const STREAMED = /[?&](?:watch|follow)=(?:true|1)(?:&|$)/;
-
-/** True when the HTTP/1.1 client can send `init`: a string or byte body, headers as a record. */
-function http1Sendable(init: RequestInit): boolean {
-  const body = init.body;
-  if (
-    body !== undefined && body !== null && typeof body !== "string" && !(body instanceof Uint8Array)
-  ) {
-    return false;
-  }
-  const headers = init.headers;
-  return headers === undefined || !(headers instanceof Headers || Array.isArray(headers));
-}
-
-/** Host, port and scheme of an `http(s)://host[:port]` origin; `null` for anything else. */
-function http1Server(origin: string): { hostname: string; port: number; tls: boolean } | null {
-  let parsed: URL;
-  try {
-    parsed = new URL(origin);
-  } catch {
-    return null;
-  }
-  const tls = parsed.protocol === "https:";
-  if (!tls && parsed.protocol !== "http:") return null;
-  const hostname = parsed.hostname.startsWith("[") ? parsed.hostname.slice(1, -1) : parsed.hostname;
-  return { hostname, port: parsed.port ? Number(parsed.port) : tls ? 443 : 80, tls };
 }

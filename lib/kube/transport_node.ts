@@ -1,8 +1,11 @@
 /**
- * The transport's requests on Node: `node:http` and `node:https` with one keep-alive
- * `https.Agent` per TLS setting, answered with the platform's `Response`. Node's own
+ * The transport's requests on Node: through Rudder's HTTP/1.1 client (http1.ts) over `node:tls`
+ * and `node:net` sockets (dial_node.ts), one keep-alive pool per server, which costs less CPU
+ * per API call than `node:https` (its agent, streams and events); through `node:http` and
+ * `node:https` with one keep-alive `https.Agent` per TLS setting for proxies, stream bodies, and
+ * everything when `RUDDER_NODE_HTTPS=1`. Both answer with the platform's `Response`. Node's own
  * `fetch` (undici) takes no CA bundle, client certificate or server name per request without
- * the `undici` package, which Rudder does not depend on; the agent takes them all.
+ * the `undici` package, which Rudder does not depend on; the agent and the dialer take them all.
  *
  * Proxies: a kubeconfig's `proxy-url` carries every request; without it `HTTPS_PROXY`,
  * `HTTP_PROXY` and `NO_PROXY` (or their lower-case spellings) apply, as Bun's `fetch` reads
@@ -19,6 +22,8 @@ import process from "node:process";
 import type { Readable as NodeReadable, Transform } from "node:stream";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import type { Fetcher, TlsSettings } from "./fetcher.ts";
+import { nodeDialer } from "./dial_node.ts";
+import { http1Fetch, Http1Pool, STREAMED } from "./http1.ts";
 
 // Fetched when this module is evaluated, which is on Node only (transport.ts imports it there):
 // static imports of them would be hoisted to the top of a bundle (the Bun single binary) and
@@ -34,13 +39,6 @@ const zlib = process.getBuiltinModule("node:zlib") as typeof import("node:zlib")
  * long as it runs, and a bound would queue API calls behind them.
  */
 const MAX_IDLE_PER_HOST = 64;
-
-/**
- * The API server's answers that go on for as long as they are read: watches and followed logs.
- * Their bodies are streamed; every other body is read whole before the answer resolves, which
- * is faster to hand over than a stream of chunks.
- */
-const STREAMED = /[?&](?:watch|follow)=(?:true|1)(?:&|$)/;
 
 /** Statuses whose answer has no body, which `new Response` refuses one for. */
 const NULL_BODY = new Set([101, 103, 204, 205, 304]);
@@ -97,21 +95,48 @@ export function createNodeFetcher(settings: TlsSettings): Fetcher {
     return agent;
   };
   let closed = false;
+  const viaAgent = (url: string, init: RequestInit): Promise<Response> => {
+    try {
+      return send(new URL(url), init, agentFor);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  };
+  const dial = nodeDialer({
+    ca: settings.caData,
+    cert: settings.cert,
+    key: settings.key,
+    serverName: settings.serverName,
+    insecureSkipTLSVerify: settings.insecureSkipTLSVerify,
+  });
+  const http1 = useNodeHttps() ? undefined : http1Fetch(
+    // A proxied server is the agent's: it speaks CONNECT and applies NO_PROXY.
+    (server) =>
+      proxies && (settings.proxyURL || !isLoopback(server.hostname))
+        ? null
+        : new Http1Pool({ ...server, dial, maxIdle: MAX_IDLE_PER_HOST }),
+    viaAgent,
+  );
   return {
     fetch(url, init) {
       if (closed) return Promise.reject(new Error("the connection pool is closed"));
-      try {
-        return send(new URL(url), init, agentFor);
-      } catch (err) {
-        return Promise.reject(err);
-      }
+      return http1 ? http1.fetch(url, init) : viaAgent(url, init);
     },
     close() {
       closed = true;
+      http1?.close();
       for (const agent of agents.values()) agent.destroy();
       agents.clear();
     },
   };
+}
+
+/**
+ * `RUDDER_NODE_HTTPS=1` sends every request through `node:https` instead of the HTTP/1.1
+ * client: a way back, should a server need what only Node's own client speaks.
+ */
+function useNodeHttps(): boolean {
+  return process.env.RUDDER_NODE_HTTPS === "1";
 }
 
 /** Sends one request and resolves with its answer once the head (or, unstreamed, all) is in. */

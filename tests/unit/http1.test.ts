@@ -1,15 +1,26 @@
-// Deno's HTTP/1.1 client (lib/kube/http1_deno.ts) against a scripted loopback TCP server: each
-// test writes the answer byte by byte as it wants it framed, split, delayed or broken. Deno
-// only: Bun's transport is its fetch. TLS is exercised against the real API server in
-// tests/integration (every Deno request goes through this client).
+// Rudder's HTTP/1.1 client (lib/kube/http1.ts) against a scripted loopback TCP server: each
+// test writes the answer byte by byte as it wants it framed, split, delayed or broken. On Deno
+// over Deno's sockets (denoDialer), elsewhere over Node's (lib/kube/dial_node.ts, what the Node
+// transport dials with; Bun runs them too, though its transport is its fetch). TLS is exercised
+// against the real API server in tests/integration (every Deno and Node request goes through
+// this client).
 import { after, afterEach, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createServer, type Server, type Socket } from "node:net";
 import { gzipSync } from "node:zlib";
-import { ConnectionClosedError, Http1Pool, HttpProtocolError } from "../../lib/kube/http1_deno.ts";
+import {
+  ConnectionClosedError,
+  denoDialer,
+  type Http1Dialer,
+  Http1Pool,
+  HttpProtocolError,
+} from "../../lib/kube/http1.ts";
 
 const T = { timeout: 30_000 };
 const onDeno = "Deno" in globalThis;
+const dial: Http1Dialer = onDeno
+  ? denoDialer()
+  : (await import("../../lib/kube/dial_node.ts")).nodeDialer();
 
 /** What the server got: one entry per request, with the connection it came on. */
 interface Received {
@@ -72,7 +83,7 @@ afterEach(() => {
 
 function newPool(): Http1Pool {
   pool?.close();
-  pool = new Http1Pool({ hostname: "127.0.0.1", port, tls: false });
+  pool = new Http1Pool({ hostname: "127.0.0.1", port, tls: false, dial });
   return pool;
 }
 
@@ -89,7 +100,7 @@ function get(p: Http1Pool, target = "/x", signal?: AbortSignal): Promise<Respons
 
 const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-describe("HTTP/1.1 client (Deno)", { skip: !onDeno }, () => {
+describe(`HTTP/1.1 client (${onDeno ? "Deno's" : "Node's"} sockets)`, () => {
   it("writes the request line, host, headers and a counted body", T, async () => {
     const p = newPool();
     const response = await p.request({
@@ -390,7 +401,7 @@ describe("HTTP/1.1 client (Deno)", { skip: !onDeno }, () => {
 
   it("stops waiting for a connection that does not come when aborted", T, async () => {
     // A TLS handshake with a server that never answers it hangs: only the signal ends the wait.
-    const p = new Http1Pool({ hostname: "127.0.0.1", port, tls: true });
+    const p = new Http1Pool({ hostname: "127.0.0.1", port, tls: true, dial });
     try {
       const controller = new AbortController();
       const pending = get(p, "/", controller.signal);

@@ -1,9 +1,11 @@
 /**
- * A small HTTP/1.1 client for Deno over `Deno.connectTls` and `Deno.connect`, with keep-alive
- * connections, for the API server's traffic. Deno's `fetch` costs about 2.5× the CPU of this per
- * request (372–398 µs against 138–173 µs for a merge patch and its answer, measured on the
- * benchmark machine), and an operator is little else than such requests. It answers with the
- * platform's `Response`, so everything above the transport is the same as with `fetch`.
+ * A small HTTP/1.1 client with keep-alive connections, for the API server's traffic, over a
+ * connection its caller dials: `Deno.connectTls` and `Deno.connect` on Deno ({@linkcode
+ * denoDialer}), `node:tls` and `node:net` sockets on Node (dial_node.ts). Deno's `fetch` costs
+ * about 2.5× the CPU of this per request (372–398 µs against 138–173 µs for a merge patch and its
+ * answer, measured on the benchmark machine), and Node's `node:https` spends most of a request
+ * in its agent, streams and events; an operator is little else than such requests. It answers
+ * with the platform's `Response`, so everything above the transport is the same as with `fetch`.
  *
  * What it speaks: requests with a string or byte body; answers framed by `Content-Length`, by
  * chunked transfer coding (watches, large lists) or by the connection's end; gzip answers
@@ -11,29 +13,66 @@
  * in-cluster networks gunzip costs more than the bytes it saves (10,000 ConfigMaps of 1 KiB
  * cached in 351–480 ms plain against 520–886 ms gzipped). What it leaves to `fetch`: proxies,
  * stream bodies, HTTP/2 and redirects (the API server sends none). `RUDDER_DENO_FETCH=1` sends
- * everything through `fetch` (transport_deno.ts).
+ * everything through `fetch` on Deno (transport_deno.ts), `RUDDER_NODE_HTTPS=1` through
+ * `node:https` on Node (transport_node.ts).
  *
  * @module
  */
 
 import { deno } from "../util/runtime.ts";
 
-/** How to reach one server. */
-export interface Http1Options {
+/** One server: where it is, and whether it speaks TLS. */
+export interface Http1Server {
   /** Host name or IP address, without brackets for IPv6. */
   hostname: string;
   /** TCP port. */
   port: number;
   /** TLS (https) or plain TCP (http). */
   tls: boolean;
-  /** PEM CA bundles trusted besides the runtime's roots. */
-  caCerts?: string[];
-  /** PEM client certificate. */
-  cert?: string;
-  /** PEM client key. */
-  key?: string;
+}
+
+/**
+ * An open connection, as the pool reads and writes it: `Deno.Conn`'s shape. `read` fills the
+ * start of `into` and says how much, or `null` at the end of the stream.
+ */
+export interface Http1Conn {
+  read(into: Uint8Array): Promise<number | null>;
+  write(bytes: Uint8Array): Promise<number>;
+  close(): void;
+}
+
+/** Opens a connection to `server`, with TLS when it says so, verifying its certificate. */
+export type Http1Dialer = (server: Http1Server) => Promise<Http1Conn>;
+
+/** How to reach one server. */
+export interface Http1Options extends Http1Server {
+  /** Opens its connections. */
+  dial: Http1Dialer;
   /** Idle connections kept for reuse; default 64. */
   maxIdle?: number;
+}
+
+/**
+ * Deno's connections: `Deno.connectTls` trusting `caCerts` besides Deno's roots, with the client
+ * certificate and key when given, or `Deno.connect` for plain TCP.
+ */
+export function denoDialer(
+  tls: { caCerts?: string[]; cert?: string; key?: string } = {},
+): Http1Dialer {
+  return async (server) => {
+    const net = deno();
+    if (!net) throw new Error("Rudder's HTTP/1.1 client dials with Deno's sockets only on Deno");
+    return server.tls
+      ? await net.connectTls({
+        hostname: server.hostname,
+        port: server.port,
+        caCerts: tls.caCerts,
+        cert: tls.cert,
+        key: tls.key,
+        alpnProtocols: ["http/1.1"],
+      })
+      : await net.connect({ hostname: server.hostname, port: server.port });
+  };
 }
 
 /** A request as the transport hands it over: headers already checked and lower-cased. */
@@ -87,13 +126,13 @@ export class HttpProtocolError extends Error {
 
 /** One connection and the bytes read from it but not yet used. */
 class Connection {
-  readonly conn: Deno.Conn;
+  readonly conn: Http1Conn;
   buffer = new Uint8Array(READ_SIZE);
   start = 0;
   end = 0;
   closed = false;
 
-  constructor(conn: Deno.Conn) {
+  constructor(conn: Http1Conn) {
     this.conn = conn;
   }
 
@@ -347,7 +386,12 @@ const NULL_BODY = new Set([204, 205, 304]);
  *
  * @example
  * ```ts ignore
- * const pool = new Http1Pool({ hostname: "127.0.0.1", port: 6443, tls: true, caCerts: [ca] });
+ * const pool = new Http1Pool({
+ *   hostname: "127.0.0.1",
+ *   port: 6443,
+ *   tls: true,
+ *   dial: denoDialer({ caCerts: [ca] }),
+ * });
  * const response = await pool.request({ method: "GET", target: "/version", headers: {} });
  * console.log(await response.json());
  * pool.close();
@@ -368,20 +412,8 @@ export class Http1Pool {
   }
 
   async #connect(): Promise<Connection> {
-    const net = deno();
-    if (!net) throw new Error("Rudder's HTTP/1.1 client needs Deno");
-    const o = this.#options;
-    const conn = o.tls
-      ? await net.connectTls({
-        hostname: o.hostname,
-        port: o.port,
-        caCerts: o.caCerts,
-        cert: o.cert,
-        key: o.key,
-        alpnProtocols: ["http/1.1"],
-      })
-      : await net.connect({ hostname: o.hostname, port: o.port });
-    const connection = new Connection(conn);
+    const { hostname, port, tls } = this.#options;
+    const connection = new Connection(await this.#options.dial({ hostname, port, tls }));
     if (this.#closed) {
       connection.close();
       throw new Error("the connection pool is closed");
@@ -391,8 +423,8 @@ export class Http1Pool {
   }
 
   /**
-   * Connects, or rejects with the signal's reason as soon as it aborts (Deno cannot cancel a
-   * connection attempt: one that completes after the abort is closed at once).
+   * Connects, or rejects with the signal's reason as soon as it aborts (a dialer cannot be told
+   * to give up: a connection that completes after the abort is closed at once).
    */
   #connectUnless(signal: AbortSignal | undefined): Promise<Connection> {
     const connecting = this.#connect();
@@ -619,7 +651,87 @@ export class Http1Pool {
 /** The error a write or read gets from a kept connection the server has closed. */
 function isStaleConnection(err: unknown): boolean {
   if (err instanceof ConnectionClosedError) return true;
-  const name = err instanceof Error ? err.name : "";
-  return name === "BrokenPipe" || name === "ConnectionReset" || name === "UnexpectedEof" ||
-    name === "ConnectionAborted";
+  if (!(err instanceof Error)) return false;
+  // Deno's error classes, then Node's codes.
+  const name = err.name;
+  if (
+    name === "BrokenPipe" || name === "ConnectionReset" || name === "UnexpectedEof" ||
+    name === "ConnectionAborted"
+  ) return true;
+  const code = (err as { code?: unknown }).code;
+  return code === "ECONNRESET" || code === "EPIPE" || code === "ECONNABORTED";
+}
+
+/**
+ * The API server's answers that go on for as long as they are read: watches and followed logs.
+ * Their bodies are streamed; every other body is read whole before the answer resolves.
+ */
+export const STREAMED: RegExp = /[?&](?:watch|follow)=(?:true|1)(?:&|$)/;
+
+/** True when the HTTP/1.1 client can send `init`: a string or byte body, headers as a record. */
+export function http1Sendable(init: RequestInit): boolean {
+  const body = init.body;
+  if (
+    body !== undefined && body !== null && typeof body !== "string" && !(body instanceof Uint8Array)
+  ) {
+    return false;
+  }
+  const headers = init.headers;
+  return headers === undefined || !(headers instanceof Headers || Array.isArray(headers));
+}
+
+/** Host, port and scheme of an `http(s)://host[:port]` origin; `null` for anything else. */
+export function http1Server(origin: string): Http1Server | null {
+  let parsed: URL;
+  try {
+    parsed = new URL(origin);
+  } catch {
+    return null;
+  }
+  const tls = parsed.protocol === "https:";
+  if (!tls && parsed.protocol !== "http:") return null;
+  const hostname = parsed.hostname.startsWith("[") ? parsed.hostname.slice(1, -1) : parsed.hostname;
+  return { hostname, port: parsed.port ? Number(parsed.port) : tls ? 443 : 80, tls };
+}
+
+/**
+ * A fetcher's `fetch` that sends what the HTTP/1.1 client can through one pool per origin, made
+ * by `pool` (`null` for an origin it should not take, such as one behind a proxy), and the rest
+ * through `fallback`. Returns it with what closes its pools.
+ */
+export function http1Fetch(
+  pool: (server: Http1Server) => Http1Pool | null,
+  fallback: (url: string, init: RequestInit) => Promise<Response>,
+): { fetch: (url: string, init: RequestInit) => Promise<Response>; close: () => void } {
+  // One pool per origin, parsed once; `null` for an origin only the fallback can reach.
+  const pools = new Map<string, Http1Pool | null>();
+  const poolFor = (origin: string): Http1Pool | null => {
+    let found = pools.get(origin);
+    if (found === undefined) {
+      const server = http1Server(origin);
+      found = server && pool(server);
+      pools.set(origin, found);
+    }
+    return found;
+  };
+  return {
+    fetch(url, init) {
+      const slash = url.indexOf("/", url.indexOf("//") + 2);
+      const found = slash > 0 && http1Sendable(init) ? poolFor(url.slice(0, slash)) : null;
+      if (!found) return fallback(url, init);
+      const target = url.slice(slash);
+      return found.request({
+        method: init.method ?? "GET",
+        target,
+        headers: (init.headers ?? {}) as Record<string, string>,
+        body: (init.body ?? undefined) as string | Uint8Array | undefined,
+        signal: init.signal ?? undefined,
+        stream: STREAMED.test(target),
+      });
+    },
+    close() {
+      for (const found of pools.values()) found?.close();
+      pools.clear();
+    },
+  };
 }
