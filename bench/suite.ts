@@ -547,6 +547,8 @@ function contenders(): Contender[] {
       ["jsc-noconc", "BUN_JSC_useConcurrentGC=0 (no allocation while marking)", {
         BUN_JSC_useConcurrentGC: "0",
       }],
+      // Bun's memory per cached object (bench/README.md, 2026-12-04): JSC's top JIT tier off.
+      ["noftl", "BUN_JSC_useFTLJIT=0 (no FTL, JSC's top JIT tier)", { BUN_JSC_useFTLJIT: "0" }],
     ] as const).map(([suffix, what, env]) => ({
       name: `rudder-bun:${suffix}`,
       label: `Rudder (Bun), + ${what}`,
@@ -554,6 +556,16 @@ function contenders(): Contender[] {
       env: { ...BUN_ENV, ...env },
       measures: ["sync", "relist", "reconcile-1", "reconcile-10"] as Measure[],
     })),
+    // What a first sync pays once, out of the per-object figure (bench/README.md, "Bun's memory
+    // per cached object"). Not on Bun: its conservative stack scan keeps the dropped cache alive
+    // in some runs (4 of 5 in b-bunobj-probe), and the figure with it.
+    {
+      name: "rudder-deno:warm",
+      label: "Rudder (Deno), baseline after a first sync (dropped)",
+      command: () => denoCommand(RUDDER, DENO_V8_FLAGS),
+      env: { ...DENO_ENV, RUDDER_BENCH_WARM: "1" },
+      measures: ["sync"],
+    },
     {
       name: "rudder-deno:grow30",
       label: "Rudder (Deno), + --heap-growing-percent=30 (old generation grows 1.3× between GCs)",
