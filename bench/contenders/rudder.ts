@@ -53,9 +53,10 @@ const noRateLimit: RateLimiter<Request> = {
 
 /**
  * A sync of the same namespace whose cache is dropped before the measure's baseline, with
- * RUDDER_BENCH_WARM set (`rudder-{deno,bun}:warm`): what the first sync of a process pays once
- * (the HTTP client and TLS set up, the code of the list path compiled) then falls in the baseline,
- * and what is left is the cost of each cached object.
+ * RUDDER_BENCH_WARM set (`rudder-deno:warm`): what the first sync of a process pays once (the
+ * HTTP client and TLS set up, the code of the list path compiled) then falls in the baseline, and
+ * what is left is the cost of each cached object. On Bun the dropped cache sometimes stays alive
+ * (JavaScriptCore scans stacks conservatively), so the suite runs it on Deno only.
  */
 async function warmUp(args: ContenderArgs, config: Awaited<ReturnType<typeof loadConfig>>) {
   const cache = newCache(config, { defaultNamespaces: { [args.namespace]: {} } });
