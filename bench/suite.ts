@@ -76,6 +76,11 @@ const NODE = join(NODE_PEER, "node_modules", ".bin", "node");
 const NODE_RUDDER = join(ROOT, "node_modules", "node", "bin", "node");
 const DENO = process.execPath;
 
+/** Bun's environment without its mimalloc setting (`rudder-bun:mimalloc-defaults`). */
+const BUN_ENV_BUT_MIMALLOC = Object.fromEntries(
+  Object.entries(BUN_ENV).filter(([name]) => !name.startsWith("MIMALLOC_")),
+);
+
 /** Concurrent creates while filling a namespace. */
 const CREATE_CONCURRENCY = 32;
 /** Random bytes per ConfigMap; base64 makes them 1 KiB of data, distinct per object. */
@@ -481,12 +486,14 @@ function contenders(): Contender[] {
       name: "rudder-bun:mimalloc-defaults",
       label: "Rudder (Bun), mimalloc's defaults (no MIMALLOC_PURGE_DELAY=0)",
       command: () => [BUN, "run", RUDDER],
+      env: BUN_ENV_BUT_MIMALLOC,
       measures: ["sync", "relist", "reconcile-1", "reconcile-10", "startup"],
     },
     {
       name: "rudder-bun-binary:mimalloc-defaults",
       label: "Rudder (Bun single binary), mimalloc's defaults",
       command: () => [bunBinary ||= buildBunBinary()],
+      env: BUN_ENV_BUT_MIMALLOC,
       measures: ["startup"],
     },
     {
@@ -554,6 +561,11 @@ function contenders(): Contender[] {
       ["jsc-noconc", "BUN_JSC_useConcurrentGC=0 (no allocation while marking)", {
         BUN_JSC_useConcurrentGC: "0",
       }],
+      // Bun's memory per cached object (bench/README.md, 2026-12-04): JSC's top JIT tier on, as
+      // before BUN_ENV turned it off (run as `rudder-bun:noftl`, the other way round, then).
+      ["ftl", "BUN_JSC_useFTLJIT=1 (JSC's top JIT tier on, as before 2026-12-04)", {
+        BUN_JSC_useFTLJIT: "1",
+      }],
     ] as const).map(([suffix, what, env]) => ({
       name: `rudder-bun:${suffix}`,
       label: `Rudder (Bun), + ${what}`,
@@ -561,6 +573,16 @@ function contenders(): Contender[] {
       env: { ...BUN_ENV, ...env },
       measures: ["sync", "relist", "reconcile-1", "reconcile-10"] as Measure[],
     })),
+    // What a first sync pays once, out of the per-object figure (bench/README.md, "Bun's memory
+    // per cached object"). Not on Bun: its conservative stack scan keeps the dropped cache alive
+    // in some runs (4 of 5 in b-bunobj-probe), and the figure with it.
+    {
+      name: "rudder-deno:warm",
+      label: "Rudder (Deno), baseline after a first sync (dropped)",
+      command: () => denoCommand(RUDDER, DENO_V8_FLAGS),
+      env: { ...DENO_ENV, RUDDER_BENCH_WARM: "1" },
+      measures: ["sync"],
+    },
     {
       name: "rudder-deno:grow30",
       label: "Rudder (Deno), + --heap-growing-percent=30 (old generation grows 1.3× between GCs)",

@@ -361,13 +361,21 @@ export const DENO_ENV: Readonly<Record<string, string>> = { MALLOC_MMAP_THRESHOL
  * buffers of a list page freed as an informer goes quiet stay resident; a delay of 0 hands them
  * back at once. Measured with 10,000 ConfigMaps: RSS per cached object 1.70–1.74× Go's instead
  * of 1.88–1.92×, a relist peak 9–10 MiB lower, no difference in CPU per reconcile beyond the
- * rounds' spread (bench/README.md, "Memory on Bun"). JavaScriptCore's heap is left at its sizing:
+ * rounds' spread (bench/README.md, "Memory on Bun"). `BUN_JSC_useFTLJIT=0` turns off
+ * JavaScriptCore's top JIT tier (FTL), whose compiled code stays resident; its DFG tier still
+ * optimises hot code. Measured with 10,000 ConfigMaps: RSS per cached object 1.28× Go's instead
+ * of 1.48×, 6 MiB less after 2,000 reconciles at 1 worker, CPU per reconcile 0.76× and 1.01× Go's
+ * at 1 and 10 workers instead of 0.79× and 1.11× (bench/README.md, "Bun's memory per cached
+ * object"). JavaScriptCore's heap is left at its sizing:
  * a heap 1.3× what survived a full collection (`BUN_JSC_heapGrowthMaxIncrease=0.3` with
  * `BUN_JSC_smallHeapGrowthFactor=1.3`) took 6–12 MiB off the RSS after 2,000 reconciles and 5–8
  * MiB off a relist's peak, for 12–25 % more CPU per reconcile in both runs that measured it
  * (bench/README.md, "Engine heap settings").
  */
-export const BUN_ENV: Readonly<Record<string, string>> = { MIMALLOC_PURGE_DELAY: "0" };
+export const BUN_ENV: Readonly<Record<string, string>> = {
+  MIMALLOC_PURGE_DELAY: "0",
+  BUN_JSC_useFTLJIT: "0",
+};
 
 /**
  * Environment Rudder runs a Node operator with: `rudder build --runtime node`'s image, `rudder dev`

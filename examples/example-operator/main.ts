@@ -7,7 +7,7 @@
  * OpenTelemetry traces there (tracing.ts).
  *
  * Run: MALLOC_MMAP_THRESHOLD_=131072 deno run -A --v8-flags=--max-semi-space-size=2
- * examples/example-operator/main.ts, or MIMALLOC_PURGE_DELAY=0 bun
+ * examples/example-operator/main.ts, or MIMALLOC_PURGE_DELAY=0 BUN_JSC_useFTLJIT=0 bun
  * examples/example-operator/main.ts (with a kubeconfig; the variables and the V8 flag are what
  * `rudder build` and `rudder dev` use), or build it with `rudder build`.
  *

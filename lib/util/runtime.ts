@@ -19,6 +19,11 @@ export interface BunGlobal {
   serve(options: BunServeOptions): BunServer;
   /** Collects garbage now; with `true`, a full collection that returns before it is done. */
   gc?(force: boolean): void;
+  /**
+   * Shrinks the engine's footprint once the running JavaScript returns: JavaScriptCore drops its
+   * compiled code, collects in full and hands free memory back.
+   */
+  shrink?(): void;
 }
 
 /** The options of {@linkcode BunGlobal.serve} that Rudder passes. */
@@ -159,4 +164,31 @@ export function collectGarbage(): boolean {
     return true;
   }
   return false;
+}
+
+let shrinkPending = false;
+
+/**
+ * After a burst of work that compiled much code and left much garbage (an informer's list of
+ * thousands of objects), lets the engine give back what the burst left, once: on Bun
+ * `Bun.shrink()`, after the current task (several informers that sync together shrink once);
+ * elsewhere nothing, as V8's memory reducer does that by itself. Measured on Bun with 10,000
+ * ConfigMaps cached: about 3 MiB less resident (bench/README.md, "Bun's memory per cached
+ * object"). The compiled code of what runs next is compiled again, once.
+ *
+ * @example
+ * ```ts
+ * import { shrinkAfterBurst } from "./runtime.ts";
+ *
+ * shrinkAfterBurst(); // after a list was stored
+ * ```
+ */
+export function shrinkAfterBurst(): void {
+  const engine = globals.Bun;
+  if (shrinkPending || typeof engine?.shrink !== "function") return;
+  shrinkPending = true;
+  unrefTimer(setTimeout(() => {
+    shrinkPending = false;
+    engine.shrink?.();
+  }, 0));
 }

@@ -251,7 +251,7 @@ describe("running a module", () => {
     assert.deepEqual(helper.env, {});
     const bun = runModuleCommand("bun", "main.ts", env, { operator: true });
     assert.deepEqual(bun.args, ["main.ts"]);
-    assert.deepEqual(bun.env, { MIMALLOC_PURGE_DELAY: "0" });
+    assert.deepEqual(bun.env, { MIMALLOC_PURGE_DELAY: "0", BUN_JSC_useFTLJIT: "0" });
     assert.deepEqual(bun.env, BUN_ENV);
     assert.deepEqual(runModuleCommand("bun", "discover.ts", env).env, {});
   });

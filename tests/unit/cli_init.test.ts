@@ -229,8 +229,8 @@ describe("the scaffold with --local", () => {
   it("runs the operator on Bun with Rudder's environment, and tests without", () => {
     for (const scaffolded of [local, published]) {
       const pkg = JSON.parse(file(scaffolded, "package.json"));
-      assert.equal(pkg.scripts.start, "MIMALLOC_PURGE_DELAY=0 bun main.ts");
-      assert.equal(pkg.scripts.run, "MIMALLOC_PURGE_DELAY=0 bun main.ts");
+      assert.equal(pkg.scripts.start, "MIMALLOC_PURGE_DELAY=0 BUN_JSC_useFTLJIT=0 bun main.ts");
+      assert.equal(pkg.scripts.run, "MIMALLOC_PURGE_DELAY=0 BUN_JSC_useFTLJIT=0 bun main.ts");
       assert.equal(pkg.scripts.test, "bun test --timeout 120000");
     }
   });

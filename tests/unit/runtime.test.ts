@@ -4,7 +4,17 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import process from "node:process";
-import { bun, deno, node, runtimeName, unrefTimer } from "../../lib/util/runtime.ts";
+import {
+  bun,
+  deno,
+  node,
+  runtimeName,
+  shrinkAfterBurst,
+  unrefTimer,
+} from "../../lib/util/runtime.ts";
+import { Reflector } from "../../lib/cache/reflector.ts";
+import { Store } from "../../lib/cache/store.ts";
+import type { ConfigMap } from "../../lib/api/mod.ts";
 
 const globals = globalThis as { Deno?: { version?: { deno?: string } }; Bun?: unknown };
 /** What this runtime is, told by its own globals rather than by the module under test. */
@@ -21,6 +31,39 @@ function withFakeBun(fake: { version: string }, fn: () => void): void {
   }
   assert.equal(globals.Bun, undefined);
 }
+
+/**
+ * Runs `fn` with `Bun.shrink` counted: Bun's own replaced for the while on Bun, a stand-in Bun
+ * global elsewhere (whose `shrink` is what `shrinkAfterBurst` must call).
+ */
+async function countingShrinks(fn: (count: () => number) => Promise<void>): Promise<void> {
+  let shrinks = 0;
+  const count = () => shrinks;
+  if (actual === "bun") {
+    const own = globals.Bun as { shrink(): void };
+    const original = own.shrink;
+    own.shrink = () => shrinks++;
+    try {
+      await fn(count);
+    } finally {
+      own.shrink = original;
+    }
+    return;
+  }
+  Object.defineProperty(globalThis, "Bun", {
+    value: { version: "0.0.1", shrink: () => shrinks++ },
+    configurable: true,
+    writable: true,
+  });
+  try {
+    await fn(count);
+  } finally {
+    delete globals.Bun;
+  }
+}
+
+/** Lets every timer of 0 ms that is already due run (timers of equal delay run in order). */
+const timersRun = () => new Promise((resolve) => setTimeout(resolve, 0));
 
 describe("runtime detection", () => {
   it(`names this runtime (${actual})`, () => {
@@ -95,5 +138,56 @@ describe("unrefTimer", () => {
       denoNs.unrefTimer = original;
     }
     assert.deepEqual(released, [12345]);
+  });
+});
+
+describe("shrinkAfterBurst", () => {
+  it("asks Bun to shrink once after the current task, however often it is called in it", async () => {
+    await countingShrinks(async (count) => {
+      shrinkAfterBurst();
+      shrinkAfterBurst();
+      shrinkAfterBurst();
+      assert.equal(count(), 0, "not while the burst's task runs");
+      await timersRun();
+      assert.equal(count(), 1);
+      shrinkAfterBurst();
+      await timersRun();
+      assert.equal(count(), 2, "a later burst shrinks again");
+    });
+  });
+
+  it("does nothing where there is no Bun.shrink", {
+    skip: actual === "bun" ? "Bun has its own" : false,
+  }, async () => {
+    withFakeBun({ version: "0.0.1" }, () => shrinkAfterBurst());
+    shrinkAfterBurst();
+    await timersRun();
+  });
+
+  it("is called by a reflector after a list of 1,000 objects or more, not after a small one", async () => {
+    const configMap = (name: string): ConfigMap => ({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { namespace: "ns", name, resourceVersion: "1" },
+    });
+    const list = (reflector: Reflector<ConfigMap>, size: number) => {
+      reflector.apply({ type: "Init" });
+      for (let i = 0; i < size; i++) {
+        reflector.apply({ type: "InitApply", object: configMap(`cm-${i}`) });
+      }
+      reflector.apply({ type: "InitDone", resourceVersion: "1" });
+    };
+    await countingShrinks(async (count) => {
+      list(new Reflector(new Store<ConfigMap>()), 999);
+      await timersRun();
+      assert.equal(count(), 0, "999 objects are no burst");
+      const reflector = new Reflector(new Store<ConfigMap>());
+      list(reflector, 1000);
+      await timersRun();
+      assert.equal(count(), 1, "after the first list");
+      list(reflector, 1000);
+      await timersRun();
+      assert.equal(count(), 2, "after a relist");
+    });
   });
 });
