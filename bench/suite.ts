@@ -613,6 +613,19 @@ function commandOutput(command: string, args: string[]): string {
   return result.stdout.trim();
 }
 
+/**
+ * Drops what the page cache holds of `file` (`posix_fadvise(POSIX_FADV_DONTNEED)`, through GNU
+ * dd), so that the next process to run it reads its pages from disk. A file written in a few large
+ * `write()`s, as `node --build-sea` writes its executable, is cached in large folios, and Linux
+ * (6.18 here) maps a whole folio on a page fault: the Node single executable of an empty script
+ * then had 64 MiB of its file resident instead of 30 (bench/README.md, "Node's deployed memory").
+ * An image's layer, unpacked in small writes, or a file read back from disk, is not cached so.
+ */
+function dropPageCache(file: string): void {
+  const result = spawnSync("dd", [`if=${file}`, "iflag=nocache", "count=0"], { stdio: "ignore" });
+  if (result.error || result.status !== 0) log(`could not drop ${file} from the page cache`);
+}
+
 /** `${XDG_CACHE_HOME:-~/.cache}/rudder/bench`: built peers live outside the repository. */
 function benchCacheDirectory(): string {
   const cacheHome = process.env.XDG_CACHE_HOME || join(os.homedir(), ".cache");
@@ -693,6 +706,7 @@ function buildNodeBinary(suffix = "", root = ROOT): string {
   const config = join(work, "sea-config.json");
   writeFileSync(config, JSON.stringify(nodeSeaConfig(bundle, output)));
   runSetupCommand(NODE_RUDDER, ["--build-sea", config], ROOT);
+  dropPageCache(output);
   return output;
 }
 
@@ -996,7 +1010,10 @@ async function runMeasure(contender: Contender, measure: Measure, s: Setting): P
     // does not count in it); the peers have no such handler.
     let heapUsedBytes: number | undefined;
     if (contender.name.startsWith("rudder")) {
-      running.child.kill("SIGUSR2");
+      // Not `child.kill`: Deno's node:child_process takes any signal it sent for the child's
+      // end (`signalCode` set, later kills ignored), so the SIGTERM that stops it never went
+      // out and every idle contender outlived its round (and kept the suite from exiting).
+      process.kill(running.child.pid!, "SIGUSR2");
       // The operator's JSON log records come on stdout too: skip them.
       while (heapUsedBytes === undefined) {
         const line = await nextLine(running);
