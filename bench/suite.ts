@@ -38,7 +38,7 @@ import { ConfigMap } from "../lib/api/mod.ts";
 import { ENVTEST_KUBERNETES_VERSION } from "../lib/testing/assets.ts";
 import { Environment } from "../lib/testing/envtest.ts";
 import { ROOT, setup } from "../tools/setup.ts";
-import { BUN_COMPILE_FLAGS, nodeSeaConfig } from "../cli/build.ts";
+import { BUN_COMPILE_FLAGS, NODE_BUNDLE_FLAGS, nodeSeaConfig } from "../cli/build.ts";
 import {
   BUN_ENV,
   DENO_ENV,
@@ -175,6 +175,7 @@ function nodeCommand(script: string, v8Flags: readonly string[] = []): string[] 
   return [NODE_RUDDER, "--expose-gc", ...v8Flags, script];
 }
 const bunVariantBinaries: Record<string, string> = {};
+const nodeVariantBinaries: Record<string, string> = {};
 
 /**
  * `rudder-*:baseline`: Rudder's contenders run from another checkout (`root`, with its own
@@ -223,7 +224,10 @@ function baselineVariants(root: string | undefined): {
     {
       name: "rudder-node-binary:baseline",
       label: "Rudder (Node single executable), the baseline checkout",
-      command: () => [binaries.node ||= buildNodeBinary("baseline", root)],
+      // Bundled as before 2026-12-04 (NODE_BUNDLE_FLAGS then).
+      command: () => [
+        binaries.node ||= buildNodeBinary("baseline", root, ["--target=node", "--format=esm"]),
+      ],
       env: NODE_RUNTIME_ENV,
       measures: ["startup"],
     },
@@ -293,6 +297,44 @@ function contenders(): Contender[] {
       prepare: () => void (nodeBinary ||= buildNodeBinary()),
       command: () => [nodeBinary],
       env: NODE_RUNTIME_ENV,
+    },
+    // Node's deployed memory (bench/README.md, 2026-12-04): how the single executable's bundle
+    // is made, and the bundle run by `node` itself instead of a single executable.
+    ...([
+      ["plain", "bundled without minifying", ["--target=node", "--format=esm"]],
+      ["minify-syntax", "bundled with --minify-syntax", [
+        "--target=node",
+        "--format=esm",
+        "--minify-syntax",
+      ]],
+      ["minify-ws", "bundled with --minify-syntax --minify-whitespace", [
+        "--target=node",
+        "--format=esm",
+        "--minify-syntax",
+        "--minify-whitespace",
+      ]],
+      ["minify", "bundled with --minify (identifiers too)", [
+        "--target=node",
+        "--format=esm",
+        "--minify",
+      ]],
+    ] as const).map(([suffix, what, flags]): Contender => ({
+      name: `rudder-node-binary:${suffix}`,
+      label: `Rudder (Node single executable), ${what}`,
+      measures: ["startup"],
+      prepare: () => void (nodeVariantBinaries[suffix] ||= buildNodeBinary(suffix, ROOT, flags)),
+      command: () => [nodeVariantBinaries[suffix]],
+      env: NODE_RUNTIME_ENV,
+      variant: true,
+    })),
+    {
+      name: "rudder-node:bundle",
+      label: "Rudder (Node), the single executable's bundle run by `node` (no type stripping)",
+      measures: ["startup"],
+      prepare: () => void (nodeBinary ||= buildNodeBinary()),
+      command: () => [NODE_RUDDER, ...NODE_V8_FLAGS, join(`${nodeBinary}.sea`, "main.mjs")],
+      env: NODE_RUNTIME_ENV,
+      variant: true,
     },
   ];
   const runtimeNames = { deno: "Deno", bun: "Bun", node: "Node" } as const;
@@ -642,6 +684,24 @@ function commandOutput(command: string, args: string[]): string {
   return result.stdout.trim();
 }
 
+/**
+ * Drops what the page cache holds of `file` (`posix_fadvise(POSIX_FADV_DONTNEED)`, through GNU
+ * dd), so that the next process to run it reads its pages from disk. A file written in a few large
+ * `write()`s, as `node --build-sea` writes its executable, is cached in large folios, and Linux
+ * (6.18 here) maps a whole folio on a page fault: the Node single executable of an empty script
+ * then had 64 MiB of its file resident instead of 30 (bench/README.md, "Node's deployed memory").
+ * An image's layer, unpacked in small writes, or a file read back from disk, is not cached so.
+ */
+function dropPageCache(file: string): void {
+  // Written back first (fdatasync): the kernel drops only clean pages.
+  const result = spawnSync(
+    "dd",
+    [`of=${file}`, "oflag=nocache", "conv=notrunc,fdatasync", "count=0"],
+    { stdio: "ignore" },
+  );
+  if (result.error || result.status !== 0) log(`could not drop ${file} from the page cache`);
+}
+
 /** `${XDG_CACHE_HOME:-~/.cache}/rudder/bench`: built peers live outside the repository. */
 function benchCacheDirectory(): string {
   const cacheHome = process.env.XDG_CACHE_HOME || join(os.homedir(), ".cache");
@@ -701,7 +761,11 @@ function buildBunBinary(
  * module, `node --build-sea` embeds that in a copy of Node with the same configuration
  * (`nodeSeaConfig` in cli/build.ts); rebuilt every run.
  */
-function buildNodeBinary(suffix = "", root = ROOT): string {
+function buildNodeBinary(
+  suffix = "",
+  root = ROOT,
+  bundleFlags: readonly string[] = NODE_BUNDLE_FLAGS,
+): string {
   const output = join(benchCacheDirectory(), `rudder-node-binary${suffix ? `-${suffix}` : ""}`);
   const work = `${output}.sea`;
   mkdirSync(work, { recursive: true });
@@ -709,19 +773,13 @@ function buildNodeBinary(suffix = "", root = ROOT): string {
   const bundle = join(work, "main.mjs");
   runSetupCommand(
     BUN,
-    [
-      "build",
-      "--target=node",
-      "--format=esm",
-      "--outfile",
-      bundle,
-      join(root, relative(ROOT, RUDDER)),
-    ],
+    ["build", ...bundleFlags, "--outfile", bundle, join(root, relative(ROOT, RUDDER))],
     root,
   );
   const config = join(work, "sea-config.json");
   writeFileSync(config, JSON.stringify(nodeSeaConfig(bundle, output)));
   runSetupCommand(NODE_RUDDER, ["--build-sea", config], ROOT);
+  dropPageCache(output);
   return output;
 }
 
@@ -1025,7 +1083,10 @@ async function runMeasure(contender: Contender, measure: Measure, s: Setting): P
     // does not count in it); the peers have no such handler.
     let heapUsedBytes: number | undefined;
     if (contender.name.startsWith("rudder")) {
-      running.child.kill("SIGUSR2");
+      // Not `child.kill`: Deno's node:child_process takes any signal it sent for the child's
+      // end (`signalCode` set, later kills ignored), so the SIGTERM that stops it never went
+      // out and every idle contender outlived its round (and kept the suite from exiting).
+      process.kill(running.child.pid!, "SIGUSR2");
       // The operator's JSON log records come on stdout too: skip them.
       while (heapUsedBytes === undefined) {
         const line = await nextLine(running);

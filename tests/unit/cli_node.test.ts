@@ -215,7 +215,7 @@ describe("a Node operator's settings", () => {
 });
 
 describe("rudder build --runtime node", () => {
-  it("bundles main.ts with bun build --target=node, then runs node --build-sea", () => {
+  it("bundles main.ts with bun build --target=node, minified with names kept, then runs node --build-sea", () => {
     const plan = buildPlan(settings, {
       runtime: "node",
       executable: "/usr/bin/node",
@@ -228,6 +228,8 @@ describe("rudder build --runtime node", () => {
         "build",
         "--target=node",
         "--format=esm",
+        "--minify-syntax",
+        "--minify-whitespace",
         "--outfile",
         `${work}/main.mjs`,
         "main.ts",
