@@ -22,6 +22,8 @@ export interface TcpSocket {
   on(event: "error", listener: (err: Error) => void): unknown;
   on(event: "close", listener: () => void): unknown;
   once(event: "connect", listener: () => void): unknown;
+  /** Sends `bytes` (after what was written before). */
+  write(bytes: Uint8Array): unknown;
   /** Writes what this socket reads to `destination`, and ends it when this one ends. */
   pipe(destination: TcpSocket): unknown;
   /** Stops {@linkcode TcpSocket.pipe}. */

@@ -46,7 +46,10 @@ export function joinPath(...paths: string[]): string {
   const node = nodePath();
   if (node) return node.join(...paths);
   const joined = paths.filter((p) => p !== "").join("/");
-  return joined === "" ? "." : normalize(joined);
+  if (joined === "") return ".";
+  const normal = normalize(joined);
+  // As node:path does, a trailing separator stays.
+  return joined.endsWith("/") && !normal.endsWith("/") ? `${normal}/` : normal;
 }
 
 /**

@@ -124,6 +124,8 @@ function matches(spki: Element, part: PublicPart): boolean {
   const [, keyBits] = children(spki);
   const key = keyBits.content.subarray(1); // after the count of unused bits
   if ("ec" in part) return sameBytes(key, part.ec.subarray(1));
+  // An RSA key against a certificate of another kind of key.
+  if (key[0] !== TAG.sequence) return false;
   const [modulus, exponent] = children(expectTag(whole(key), TAG.sequence));
   return sameBytes(modulus.content, part.rsa[0]) && sameBytes(exponent.content, part.rsa[1]);
 }
