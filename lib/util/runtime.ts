@@ -76,7 +76,25 @@ export function nodeProcess(): NodeProcess {
 }
 
 /**
- * The environment variable `name`, or `undefined` when it is not set.
+ * Deno's `Deno.env.get`, with a variable the program may not read (`--allow-env=<names>`
+ * without it) taken as unset, as an operator compiled with a list of variables needs.
+ */
+function denoEnv(runtime: typeof Deno, name: string): string | undefined {
+  try {
+    return runtime.env.get(name);
+  } catch (err) {
+    if (
+      err instanceof runtime.errors.NotCapable || err instanceof runtime.errors.PermissionDenied
+    ) {
+      return undefined;
+    }
+    throw err;
+  }
+}
+
+/**
+ * The environment variable `name`, or `undefined` when it is not set (or, on Deno, may not be
+ * read).
  *
  * @example
  * ```ts
@@ -86,7 +104,7 @@ export function nodeProcess(): NodeProcess {
  * ```
  */
 export function getEnv(name: string): string | undefined {
-  return globals.Deno ? globals.Deno.env.get(name) : nodeProcess().env[name];
+  return globals.Deno ? denoEnv(globals.Deno, name) : nodeProcess().env[name];
 }
 
 /**
@@ -105,13 +123,14 @@ export function envObject(): Record<string, string | undefined> {
   const runtime = globals.Deno;
   if (!runtime) return nodeProcess().env;
   return new Proxy({} as Record<string, string | undefined>, {
-    get: (_, name) => typeof name === "string" ? runtime.env.get(name) : undefined,
-    has: (_, name) => typeof name === "string" && runtime.env.has(name),
+    get: (_, name) => typeof name === "string" ? denoEnv(runtime, name) : undefined,
+    has: (_, name) => typeof name === "string" && denoEnv(runtime, name) !== undefined,
     ownKeys: () => Object.keys(runtime.env.toObject()),
     getOwnPropertyDescriptor: (_, name) => {
-      if (typeof name !== "string" || !runtime.env.has(name)) return undefined;
+      const value = typeof name === "string" ? denoEnv(runtime, name) : undefined;
+      if (value === undefined) return undefined;
       return {
-        value: runtime.env.get(name),
+        value,
         enumerable: true,
         configurable: true,
         writable: false,
@@ -185,7 +204,8 @@ export function cwd(): string {
 }
 
 /**
- * The user's home directory (`os.homedir()`): `HOME` (or `USERPROFILE` on Windows) on Deno.
+ * The user's home directory (`os.homedir()`): `HOME` on Deno where it may be read, else Node's
+ * answer (which asks the system: `--allow-sys=homedir`).
  *
  * @example
  * ```ts
@@ -198,7 +218,8 @@ export function homedir(): string {
   if (!globals.Deno) {
     return (nodeProcess().getBuiltinModule("node:os") as typeof import("node:os")).homedir();
   }
-  return globals.Deno.env.get("HOME") ?? globals.Deno.env.get("USERPROFILE") ?? "";
+  const home = globals.Deno.build.os === "windows" ? undefined : denoEnv(globals.Deno, "HOME");
+  return home || (nodeProcess().getBuiltinModule("node:os") as typeof import("node:os")).homedir();
 }
 
 /**
@@ -217,7 +238,7 @@ export function tmpdir(): string {
   if (!runtime) {
     return (nodeProcess().getBuiltinModule("node:os") as typeof import("node:os")).tmpdir();
   }
-  const dir = runtime.env.get("TMPDIR") ?? runtime.env.get("TMP") ?? runtime.env.get("TEMP");
+  const dir = denoEnv(runtime, "TMPDIR") ?? denoEnv(runtime, "TMP") ?? denoEnv(runtime, "TEMP");
   return dir ? dir.replace(/(.)\/+$/, "$1") : "/tmp";
 }
 
