@@ -124,13 +124,20 @@ export function registerWebhook(
       "setup(mgr);",
       "setup(mgr, { webhooks });",
     );
+    // Projects since 2026-12-04 read `env = processEnv()`; older ones `process.env`.
+    const envAt = body.findIndex((line) => /^\s*const env = processEnv\(\);$/.test(line));
+    const env = envAt < 0 ? "process.env" : "env";
     lines.splice(
       createStart + managerAt + 1,
       0,
       "    // Without cert-manager, the operator provisions its webhook certificate (WEBHOOK_CERT_*).",
-      "    ...(webhooks ? { webhookCertificates: webhookCertificatesFromEnv(process.env) } : {}),",
+      `    ...(webhooks ? { webhookCertificates: webhookCertificatesFromEnv(${env}) } : {}),`,
     );
-    lines.splice(createStart + 1, 0, '  const webhooks = process.env.ENABLE_WEBHOOKS === "true";');
+    lines.splice(
+      createStart + (envAt < 0 ? 1 : envAt + 1),
+      0,
+      `  const webhooks = ${env}.ENABLE_WEBHOOKS === "true";`,
+    );
   }
 
   // webhookCertificatesFromEnv, after the packages' imports.

@@ -5,10 +5,10 @@
  * @module
  */
 
-import { readFileSync } from "node:fs";
-import process from "node:process";
-import { setTimeout } from "node:timers";
-import { parseArgs } from "node:util";
+// No `node:` module and no `process` global: on Deno either starts its Node compatibility layer,
+// which the scaffold's operator does not load (bench/README.md, "Deno's Node layer").
+import { readTextFileSync } from "../../lib/util/files.ts";
+import { deno, exit, getEnv, nodeProcess, onSignal, unrefTimer } from "../../lib/util/runtime.ts";
 
 /** Annotations the harness and every reconciler use (the Go peer uses the same names). */
 export const TOKEN_ANNOTATION = "bench.rudder.dev/token";
@@ -54,35 +54,32 @@ export interface ContenderArgs {
 }
 
 /** Parses the arguments and arms the contender's deadline. */
-export function contenderArgs(args: string[] = process.argv.slice(2)): ContenderArgs {
-  const { values } = parseArgs({
-    args,
-    options: {
-      mode: { type: "string", default: "sync" },
-      kubeconfig: { type: "string" },
-      namespace: { type: "string" },
-      objects: { type: "string", default: "0" },
-      token: { type: "string", default: "" },
-      workers: { type: "string", default: "1" },
-      count: { type: "string", default: "0" },
-      port: { type: "string", default: "0" },
-      "page-size": { type: "string", default: "0" },
-      "streaming-list": { type: "boolean", default: false },
-      timeout: { type: "string", default: "600s" },
-      wire: { type: "string", default: "list" },
-      gzip: { type: "string", default: "on" },
-      hold: { type: "boolean", default: false },
-      "heap-every-ms": { type: "string", default: "0" },
-    },
+export function contenderArgs(args: string[] = commandLine()): ContenderArgs {
+  const values = parseOptions(args, {
+    mode: "sync",
+    kubeconfig: "",
+    namespace: "",
+    objects: "0",
+    token: "",
+    workers: "1",
+    count: "0",
+    port: "0",
+    "page-size": "0",
+    "streaming-list": false,
+    timeout: "600s",
+    wire: "list",
+    gzip: "on",
+    hold: false,
+    "heap-every-ms": "0",
   });
   if (!values.kubeconfig || !values.namespace) {
     throw new Error("usage: --mode <m> --kubeconfig <path> --namespace <ns> [...]");
   }
   const timeoutMs = Number(values.timeout.replace(/s$/, "")) * 1000;
-  setTimeout(() => {
+  unrefTimer(setTimeout(() => {
     console.error(`no result after ${timeoutMs / 1000} s: giving up`);
-    process.exit(1);
-  }, timeoutMs).unref();
+    exit(1);
+  }, timeoutMs));
   return {
     mode: values.mode,
     kubeconfig: values.kubeconfig,
@@ -102,6 +99,35 @@ export function contenderArgs(args: string[] = process.argv.slice(2)): Contender
   };
 }
 
+/** The arguments after the script's path. */
+function commandLine(): string[] {
+  return deno()?.args ?? nodeProcess().argv.slice(2);
+}
+
+/**
+ * `--name value`, `--name=value` and (for the options whose default is a boolean) `--name`,
+ * over `defaults`; throws on an option it does not know.
+ */
+function parseOptions<T extends Record<string, string | boolean>>(args: string[], defaults: T): T {
+  const values: Record<string, string | boolean> = { ...defaults };
+  for (let i = 0; i < args.length; i++) {
+    const match = /^--([^=]+)(?:=(.*))?$/.exec(args[i]);
+    if (!match || !(match[1] in defaults)) throw new Error(`unknown argument ${args[i]}`);
+    const [, name, inline] = match;
+    if (typeof defaults[name] === "boolean") {
+      values[name] = inline === undefined || inline === "true";
+    } else if (inline !== undefined) values[name] = inline;
+    else if (i + 1 < args.length) values[name] = args[++i];
+    else throw new Error(`--${name} needs a value`);
+  }
+  return values as T;
+}
+
+/** The runtime's heap and resident-set figures (`process.memoryUsage()`). */
+export function memoryUsage(): { rss: number; heapUsed: number } {
+  return deno()?.memoryUsage() ?? nodeProcess().memoryUsage();
+}
+
 /**
  * Forces full garbage collections, then returns the resident set size and the live heap. One
  * collection frees ArrayBuffers but releases their backing stores only later, so this collects
@@ -118,7 +144,7 @@ export async function memoryAfterGC(): Promise<{ rss: number; heap: number }> {
     gc?: (options?: { type: string; execution: string; flavor?: string }) => void;
   };
   const v8gc = g.gc;
-  const reduce = process.env.RUDDER_BENCH_GC !== "plain";
+  const reduce = getEnv("RUDDER_BENCH_GC") !== "plain";
   const collect = g.Bun ? () => g.Bun!.gc(true) : v8gc &&
     (() => v8gc({ type: "major", execution: "sync", ...reduce && { flavor: "last-resort" } }));
   if (!collect) throw new Error("no forced GC: run Deno with --v8-flags=--expose-gc");
@@ -126,7 +152,7 @@ export async function memoryAfterGC(): Promise<{ rss: number; heap: number }> {
     collect();
     await new Promise((resolve) => setTimeout(resolve, GC_PAUSE_MS));
   }
-  const usage = process.memoryUsage();
+  const usage = memoryUsage();
   return { rss: usage.rss, heap: usage.heapUsed };
 }
 
@@ -141,7 +167,7 @@ export function residentMemory(pid: number | "self" = "self"): {
   anon: number;
   file: number;
 } {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const status = readTextFileSync(`/proc/${pid}/status`);
   const kib = (field: string) => {
     const value = Number(status.match(new RegExp(`^${field}:\\s+(\\d+) kB`, "m"))?.[1]);
     if (!Number.isFinite(value)) throw new Error(`no ${field} in /proc/${pid}/status`);
@@ -152,7 +178,7 @@ export function residentMemory(pid: number | "self" = "self"): {
 
 /** This process's user plus system CPU seconds, from /proc/self/stat (USER_HZ 100). */
 export function cpuSeconds(): number {
-  const stat = readFileSync("/proc/self/stat", "utf8");
+  const stat = readTextFileSync("/proc/self/stat");
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
@@ -170,8 +196,13 @@ export function quantile(sorted: number[], q: number): number {
 /** Resolves when the process gets SIGTERM or SIGINT (how bench/suite.ts stops a contender). */
 export function terminated(): Promise<void> {
   return new Promise((resolve) => {
-    process.once("SIGTERM", () => resolve());
-    process.once("SIGINT", () => resolve());
+    const offTerm = onSignal("SIGTERM", () => done());
+    const offInt = onSignal("SIGINT", () => done());
+    const done = () => {
+      offTerm();
+      offInt();
+      resolve();
+    };
   });
 }
 

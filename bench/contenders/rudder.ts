@@ -21,7 +21,7 @@
  * @module
  */
 
-import process from "node:process";
+import { exit, getEnv, nodeProcess, onSignal } from "../../lib/util/runtime.ts";
 import { newCache } from "../../lib/cache/cache.ts";
 import { loadConfig } from "../../lib/kube/config/load.ts";
 import { ConfigMap } from "../../lib/api/mod.ts";
@@ -35,6 +35,7 @@ import {
   contenderArgs,
   cpuSeconds,
   memoryAfterGC,
+  memoryUsage,
   quantile,
   report,
   residentMemory,
@@ -121,7 +122,7 @@ async function runController(args: ContenderArgs): Promise<void> {
       import("../../lib/manager/mod.ts"),
     ]);
     await root.configureLogging({ categories: [["bench"]] });
-    process.on("SIGUSR2", () => report({ heapUsedBytes: process.memoryUsage().heapUsed }));
+    onSignal("SIGUSR2", () => report({ heapUsedBytes: memoryUsage().heapUsed }));
   }
   const config = await loadConfig({ kubeconfig: args.kubeconfig });
   const mgr = new Manager({
@@ -212,8 +213,7 @@ async function runController(args: ContenderArgs): Promise<void> {
     const heapFrom = performance.now();
     const heapSampler = args.heapEveryMs > 0
       ? setInterval(
-        () =>
-          report({ heapBytes: process.memoryUsage().heapUsed, atMs: performance.now() - heapFrom }),
+        () => report({ heapBytes: memoryUsage().heapUsed, atMs: performance.now() - heapFrom }),
         args.heapEveryMs,
       )
       : undefined;
@@ -233,14 +233,14 @@ async function runController(args: ContenderArgs): Promise<void> {
 
 const args = contenderArgs();
 // The tracing variants (rudder-*:otel): the scaffold's SDK set-up, sending to the harness.
-if (process.env.RUDDER_BENCH_TRACING && process.env.RUDDER_BENCH_OTLP_ENDPOINT) {
-  process.env.OTEL_EXPORTER_OTLP_ENDPOINT = process.env.RUDDER_BENCH_OTLP_ENDPOINT;
+const otlpEndpoint = getEnv("RUDDER_BENCH_OTLP_ENDPOINT");
+if (getEnv("RUDDER_BENCH_TRACING") && otlpEndpoint) {
+  nodeProcess().env.OTEL_EXPORTER_OTLP_ENDPOINT = otlpEndpoint;
   (await import("../../examples/example-operator/tracing.ts")).startTracing();
 }
 if (args.mode === "sync") await runSync(args);
 else await runController(args);
 // bench/profile.ts takes a CPU profile over the inspector before the process goes away.
-if (process.env.BENCH_HOLD_MS) {
-  await new Promise((resolve) => setTimeout(resolve, Number(process.env.BENCH_HOLD_MS)));
-}
-process.exit(0);
+const holdMs = getEnv("BENCH_HOLD_MS");
+if (holdMs) await new Promise((resolve) => setTimeout(resolve, Number(holdMs)));
+exit(0);

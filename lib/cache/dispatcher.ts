@@ -6,7 +6,6 @@
  * @module
  */
 
-import { setImmediate } from "node:timers";
 import { getLogger } from "@logtape/logtape";
 import type { DeepReadonly } from "../api/readonly.ts";
 
@@ -94,7 +93,8 @@ class Listener<T> implements HandlerRegistration {
     if (!this.#draining) {
       this.#draining = true;
       // A macrotask, so the stream reader goes on first; setImmediate rather than setTimeout(0),
-      // which waits at least 1 ms (2 ms on a busy Deno) before every delivery.
+      // which waits at least 1 ms (2 ms on a busy Deno) before every delivery. The global, which
+      // every runtime has: importing `node:timers` on Deno loads a module of its Node layer.
       setImmediate(() => this.#drain());
     }
   }

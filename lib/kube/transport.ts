@@ -6,9 +6,8 @@
  * @module
  */
 
-import { Buffer } from "node:buffer";
-import process from "node:process";
-import { X509Certificate } from "node:crypto";
+import { checkCertificate } from "../util/x509_check.ts";
+import { encodeBase64 } from "../util/encoding.ts";
 import { clientCertificateProblem } from "./config/client_certificate.ts";
 import type { Credentials, KubeConfig } from "./config/types.ts";
 import { ConnectionError, type ConnectionFailure, InvalidHeaderError } from "./errors.ts";
@@ -25,7 +24,7 @@ import type { Fetcher, TlsSettings } from "./fetcher.ts";
 import { createBunFetcher } from "./transport_bun.ts";
 import { createDenoFetcher } from "./transport_deno.ts";
 import { VERSION } from "../version.ts";
-import { bun, deno, node, runtimeName } from "../util/runtime.ts";
+import { bun, deno, node, nodeProcess, runtimeName } from "../util/runtime.ts";
 
 /** Options of {@linkcode newTransport}. */
 export interface TransportOptions {
@@ -63,7 +62,7 @@ function runtimeVersion(): string {
 function platform(): string {
   const denoApi = deno();
   if (denoApi) return `${denoApi.build.os}/${denoApi.build.arch}`;
-  return `${process.platform}/${process.arch}`;
+  return `${nodeProcess().platform}/${nodeProcess().arch}`;
 }
 
 /** The default `User-Agent`: `rudder/<version> (<runtime> <version>; <os>/<arch>)`. */
@@ -218,7 +217,7 @@ function checkCaData(caData: string | undefined, server: string): void {
   const blocks = caData.match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g);
   try {
     if (!blocks || blocks.length === 0) throw new Error("no PEM CERTIFICATE block");
-    for (const block of blocks) new X509Certificate(block);
+    for (const block of blocks) checkCertificate(block);
   } catch (err) {
     throw new ConnectionError({
       host: hostOf(server),
@@ -399,7 +398,7 @@ export function newTransport(config: KubeConfig, options: TransportOptions = {})
       headers[name.toLowerCase()] = value;
     }
     if (userInfo && !("authorization" in headers)) {
-      const basic = Buffer.from(`${userInfo.username}:${userInfo.password}`).toString("base64");
+      const basic = encodeBase64(`${userInfo.username}:${userInfo.password}`);
       headers["authorization"] = `Basic ${basic}`;
     }
     try {

@@ -22,7 +22,6 @@
  * @module
  */
 
-import { hostname } from "node:os";
 import { getLogger } from "@logtape/logtape";
 import { Lease } from "../api/builtins.ts";
 import type { LeaseSpec } from "../api/generated/coordination_v1.ts";
@@ -32,6 +31,7 @@ import { isConflict, isNotFound } from "../kube/errors.ts";
 import { abortable } from "../util/abort.ts";
 import { jsonClone, jsonEqual } from "../util/json.ts";
 import { errorMessage } from "../util/logging.ts";
+import { hostname } from "../util/runtime.ts";
 import type { Runnable } from "../util/runnable.ts";
 
 const logger = getLogger(["rudder", "manager", "leader-election"]);

@@ -16,7 +16,6 @@
  * @module
  */
 
-import { hostname } from "node:os";
 import { getLogger } from "@logtape/logtape";
 import { readTextFileSync } from "../util/files.ts";
 import { RESTMapper } from "../api/discovery.ts";
@@ -48,6 +47,7 @@ import { CertWatcher } from "../server/certwatcher.ts";
 import { HTTPServer } from "../server/http_server.ts";
 import { type GroupName, isCache, Runnables } from "./runnable_group.ts";
 import { listenForSignals, signalHandler } from "./signals.ts";
+import { hostname } from "../util/runtime.ts";
 import type { WebhookHost } from "../webhook/builder.ts";
 import { type ManagerSharding, Sharding } from "../sharding/sharding.ts";
 import { resolveShardingOptions, type ShardingOptions } from "../sharding/options.ts";

@@ -18,6 +18,7 @@
 
 export { Manager, type ManagerOptions, type MetricsServing } from "./manager.ts";
 export type { Runnable } from "../util/runnable.ts";
+export { exitProcess, processEnv } from "./environment.ts";
 export {
   configureLogging,
   describeError,

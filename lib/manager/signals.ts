@@ -7,7 +7,7 @@
  * @module
  */
 
-import process from "node:process";
+import { exit as exitProcess, onSignal } from "../util/runtime.ts";
 import { getLogger } from "@logtape/logtape";
 import { type Clock, realClock } from "../util/clock.ts";
 
@@ -29,7 +29,7 @@ export interface SignalHandlerOptions {
 /** The function to call with each signal's name. */
 export function signalHandler(options: SignalHandlerOptions): (signal: string) => void {
   const clock = options.clock ?? realClock;
-  const exit = options.exit ?? ((code: number) => process.exit(code));
+  const exit = options.exit ?? ((code: number) => exitProcess(code));
   let firstAt = 0;
   return (signal) => {
     if (!options.stop.signal.aborted) {
@@ -51,12 +51,10 @@ export function signalHandler(options: SignalHandlerOptions): (signal: string) =
 
 /** Sends SIGTERM and SIGINT to `handle` until the returned function is called. */
 export function listenForSignals(handle: (signal: string) => void): () => void {
-  const onTerm = () => handle("SIGTERM");
-  const onInt = () => handle("SIGINT");
-  process.on("SIGTERM", onTerm);
-  process.on("SIGINT", onInt);
+  const offTerm = onSignal("SIGTERM", () => handle("SIGTERM"));
+  const offInt = onSignal("SIGINT", () => handle("SIGINT"));
   return () => {
-    process.off("SIGTERM", onTerm);
-    process.off("SIGINT", onInt);
+    offTerm();
+    offInt();
   };
 }

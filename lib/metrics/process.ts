@@ -9,7 +9,7 @@
  */
 
 import { countDirEntriesSync, readTextFileSync } from "../util/files.ts";
-import process from "node:process";
+import { nodeProcess, residentBytes } from "../util/runtime.ts";
 import { getLogger } from "@logtape/logtape";
 import { Counter, Gauge } from "./metric.ts";
 import { family, type Registry, registry as defaultRegistry } from "./registry.ts";
@@ -193,7 +193,8 @@ export function registerProcessMetrics(
     "process_cpu_seconds_total",
     "Total user and system CPU time spent in seconds.",
     procStat ? () => proc.stat().cpuSeconds : () => {
-      const usage = process.cpuUsage();
+      // Only where /proc cannot be read: Node's figure (on Deno it starts the Node layer).
+      const usage = nodeProcess().cpuUsage();
       return (usage.user + usage.system) / 1e6;
     },
   );
@@ -216,9 +217,7 @@ export function registerProcessMetrics(
   gauge(
     "process_resident_memory_bytes",
     "Resident memory size in bytes.",
-    works(() => proc.residentBytes())
-      ? () => proc.residentBytes()
-      : () => process.memoryUsage().rss,
+    works(() => proc.residentBytes()) ? () => proc.residentBytes() : residentBytes,
   );
   let startTime: number;
   try {

@@ -13,15 +13,15 @@
  * @module
  */
 
-import { createPrivateKey, X509Certificate } from "node:crypto";
 import type { FSWatcher } from "node:fs";
-import { join } from "node:path";
 import { getLogger } from "@logtape/logtape";
 import { type Clock, realClock } from "../util/clock.ts";
 import type { Runnable } from "../util/runnable.ts";
 import type { TLSPair } from "./types.ts";
 import { nodeFs, readTextFile } from "../util/files.ts";
 import { errorMessage } from "../util/logging.ts";
+import { joinPath } from "../util/paths.ts";
+import { checkKeyPair } from "../util/x509_check.ts";
 
 /** Milliseconds between two checks of the certificate files (controller-runtime: 10 s). */
 export const DEFAULT_CERT_POLL_INTERVAL_MS = 10_000;
@@ -74,8 +74,8 @@ export class CertWatcher implements Runnable {
   /** Creates a watcher; nothing is read until {@linkcode CertWatcher.load} or start. */
   constructor(options: CertWatcherOptions) {
     this.#dir = options.certDir;
-    this.certPath = join(options.certDir, options.certName ?? "tls.crt");
-    this.keyPath = join(options.certDir, options.keyName ?? "tls.key");
+    this.certPath = joinPath(options.certDir, options.certName ?? "tls.crt");
+    this.keyPath = joinPath(options.certDir, options.keyName ?? "tls.key");
     this.#pollInterval = options.pollInterval ?? DEFAULT_CERT_POLL_INTERVAL_MS;
     this.#clock = options.clock ?? realClock;
   }
@@ -233,20 +233,14 @@ async function readPair(certPath: string, keyPath: string): Promise<TLSPair> {
  * the certificate's.
  */
 function checkPair(pair: TLSPair, certPath: string, keyPath: string): void {
-  let certificate: X509Certificate;
-  try {
-    certificate = new X509Certificate(pair.cert);
-  } catch (err) {
-    throw new Error(`the TLS certificate ${certPath} cannot be parsed (${errorMessage(err)})`);
+  const keyLabel = /-----BEGIN ([A-Z ]*PRIVATE KEY)-----/.exec(pair.key)?.[1] ?? "PRIVATE KEY";
+  const problem = checkKeyPair(pair.cert, keyLabel, pair.key);
+  if (problem === "certificate") {
+    throw new Error(`the TLS certificate ${certPath} cannot be parsed`);
   }
-  let key: ReturnType<typeof createPrivateKey>;
-  try {
-    key = createPrivateKey(pair.key);
-  } catch {
-    // The parser's message may quote what it read; a key's text stays out of logs.
-    throw new Error(`the TLS key ${keyPath} cannot be parsed`);
-  }
-  if (!certificate.checkPrivateKey(key)) {
+  // The parser's message may quote what it read; a key's text stays out of logs.
+  if (problem === "key") throw new Error(`the TLS key ${keyPath} cannot be parsed`);
+  if (problem === "mismatch") {
     throw new Error(`the TLS key ${keyPath} is not the key of the certificate ${certPath}`);
   }
 }

@@ -1,5 +1,5 @@
 /**
- * The public port of every server: a plain TCP listener (`node:net`) that forwards each
+ * The public port of every server: a plain TCP listener (`tcp.ts`) that forwards each
  * connection, bytes unchanged, to an inner server of the runtime (`serve.ts`) on a loopback
  * port, where HTTP (and TLS) end. The forwarder is the one place that sees every connection, so
  * it is where the connection limits live, the same on every runtime:
@@ -27,9 +27,9 @@
  * @module
  */
 
-import net from "node:net";
 import { discardBody } from "./body.ts";
 import { type Peer, serve, type Served } from "./serve.ts";
+import { connectTcp, listenTcp, type TcpServer, type TcpSocket } from "./tcp.ts";
 import type { ListenerOptions, TLSPair } from "./types.ts";
 
 /** Milliseconds a closing inner server gives answers to pass through the forwarding. */
@@ -44,8 +44,8 @@ const LINGER_MS = 2_000;
 
 /** One forwarded connection. */
 interface Connection {
-  readonly client: net.Socket;
-  readonly upstream: net.Socket;
+  readonly client: TcpSocket;
+  readonly upstream: TcpSocket;
   readonly inner: Inner;
   /** Requests of this connection in the handler (several at once with HTTP/2). */
   active: number;
@@ -83,7 +83,7 @@ interface Inner {
 export class Forwarder {
   readonly #options: ListenerOptions;
   readonly #retired = new Set<Inner>();
-  #front: net.Server | undefined;
+  #front: TcpServer | undefined;
   #inner: Inner | undefined;
   #serving = false;
   #open = 0;
@@ -179,15 +179,9 @@ export class Forwarder {
     return inner;
   }
 
-  async #listen(): Promise<net.Server> {
-    const server = net.createServer((socket) => this.#forward(socket));
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(this.#options.port, this.#options.hostname, () => {
-        server.off("error", reject);
-        resolve();
-      });
-    });
+  async #listen(): Promise<TcpServer> {
+    const { port, hostname } = this.#options;
+    const server = await listenTcp(port, hostname, (socket) => this.#forward(socket));
     server.on("error", (err) => this.#options.onListenerError(err));
     return server;
   }
@@ -228,7 +222,7 @@ export class Forwarder {
   }
 
   /** Pipes one client connection to the inner server of the current certificate. */
-  #forward(client: net.Socket): void {
+  #forward(client: TcpSocket): void {
     const inner = this.#inner;
     if (!inner || !this.#serving) {
       client.destroy();
@@ -240,7 +234,7 @@ export class Forwarder {
       return;
     }
     this.#open++;
-    const upstream = net.connect(inner.served.port, "127.0.0.1");
+    const upstream = connectTcp(inner.served.port, "127.0.0.1");
     const connection: Connection = {
       client,
       upstream,

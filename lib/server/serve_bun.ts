@@ -5,8 +5,7 @@
  * @module
  */
 
-import { constants } from "node:crypto";
-import { bun } from "../util/runtime.ts";
+import { bun, nodeProcess } from "../util/runtime.ts";
 import type { PeerHandler, Served, ServeOptions } from "./types.ts";
 
 /** Serves `handler` with `Bun.serve`; resolves once listening. */
@@ -14,6 +13,10 @@ export function serveBun(handler: PeerHandler, options: ServeOptions): Promise<S
   try {
     const runtime = bun();
     if (!runtime) throw new Error("serveBun needs Bun");
+    // Fetched here: this module is loaded on every runtime, and on Deno `node:crypto` would start
+    // the Node layer.
+    const tlsConstants =
+      (nodeProcess().getBuiltinModule("node:crypto") as typeof import("node:crypto")).constants;
     const server = runtime.serve({
       hostname: options.hostname,
       port: options.port,
@@ -33,7 +36,7 @@ export function serveBun(handler: PeerHandler, options: ServeOptions): Promise<S
           tls: {
             cert: options.tls.cert,
             key: options.tls.key,
-            secureOptions: constants.SSL_OP_NO_TLSv1 | constants.SSL_OP_NO_TLSv1_1,
+            secureOptions: tlsConstants.SSL_OP_NO_TLSv1 | tlsConstants.SSL_OP_NO_TLSv1_1,
           },
         }
         : {}),

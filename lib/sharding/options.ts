@@ -4,10 +4,9 @@
  * @module
  */
 
-import { hostname } from "node:os";
-import process from "node:process";
 import { validateRingName } from "./labels.ts";
 import { DEFAULT_VIRTUAL_NODES } from "./ring.ts";
+import { envObject, hostname } from "../util/runtime.ts";
 
 /**
  * Sharding of a manager's sharded controllers across its replicas (`ManagerOptions.sharding`).
@@ -70,7 +69,7 @@ const DEFAULT_RETRY_PERIOD = 2_000;
 export function resolveShardingOptions(
   options: ShardingOptions,
   fallbackNamespace: () => string | undefined,
-  env: Record<string, string | undefined> = process.env,
+  env: Record<string, string | undefined> = envObject(),
 ): ResolvedShardingOptions {
   validateRingName(options.ring);
   const shardName = options.shardName ?? (env.POD_NAME || hostname());

@@ -9,8 +9,7 @@
  * @module
  */
 
-import process from "node:process";
-import { deno } from "./runtime.ts";
+import { deno, nodeProcess } from "./runtime.ts";
 
 type NodeFs = typeof import("node:fs");
 
@@ -26,7 +25,7 @@ type NodeFs = typeof import("node:fs");
  * ```
  */
 export function nodeFs(): NodeFs {
-  return process.getBuiltinModule("node:fs") as NodeFs;
+  return nodeProcess().getBuiltinModule("node:fs") as NodeFs;
 }
 
 /**

@@ -6,7 +6,7 @@
  * @module
  */
 
-import process from "node:process";
+import { getEnv, stderrIsTerminal, writeStderr, writeStdout } from "./runtime.ts";
 import { configure, jsonLinesFormatter, type LogRecord } from "@logtape/logtape";
 import { activeTraceIds } from "./tracing.ts";
 
@@ -36,10 +36,10 @@ export interface LoggingOptions {
 export async function configureLogging(options: LoggingOptions = {}): Promise<void> {
   const dev = options.dev ?? false;
   // Colour only for a terminal, and never with NO_COLOR set (https://no-color.org).
-  const color = dev && process.stderr.isTTY === true && !process.env.NO_COLOR;
+  const color = dev && stderrIsTerminal() && !getEnv("NO_COLOR");
   const sink = dev
-    ? (record: LogRecord) => process.stderr.write(formatDevLogRecord(record, { color }))
-    : (record: LogRecord) => process.stdout.write(formatJsonLogRecord(record));
+    ? (record: LogRecord) => writeStderr(formatDevLogRecord(record, { color }))
+    : (record: LogRecord) => writeStdout(formatJsonLogRecord(record));
   const lowestLevel = options.level ?? (dev ? "debug" : "info");
   await configure({
     reset: true,

@@ -3,10 +3,16 @@
  * what only one runtime offers (TLS connections, serving, timers that do not hold the process
  * open) asks here instead of casting `globalThis` itself.
  *
+ * On Deno nothing here touches a `node:` module or the `process` global: the first of either
+ * starts Deno's Node compatibility layer (about 0.75 MiB of live heap and 2–4 MiB resident in an
+ * idle operator), so what an operator needs of its process (environment, host name, signals,
+ * exit, memory and CPU figures) comes from Deno's own API there, and from `process` elsewhere.
+ *
  * @module
  */
 
-import process from "node:process";
+/** Node's `process`, as Bun and Node offer it globally. */
+export type NodeProcess = typeof import("node:process");
 
 /**
  * The parts of Bun's global object that Rudder uses. Bun's own types are not available to
@@ -59,6 +65,244 @@ export interface BunServer {
 const globals: { Deno?: typeof Deno; Bun?: BunGlobal } = globalThis;
 
 /**
+ * Node's `process` object: on Bun and Node the global, on Deno the one its Node layer offers
+ * (which this starts: call it on Deno only for what has no Deno equivalent).
+ *
+ * @example
+ * ```ts
+ * import { nodeProcess } from "./runtime.ts";
+ *
+ * console.log(typeof nodeProcess().getBuiltinModule); // "function"
+ * ```
+ */
+export function nodeProcess(): NodeProcess {
+  // Read the global when asked, never at import: on Deno the getter starts the Node layer.
+  return (globalThis as unknown as { process: NodeProcess }).process;
+}
+
+/**
+ * Deno's `Deno.env.get`, with a variable the program may not read (`--allow-env=<names>`
+ * without it) taken as unset, as an operator compiled with a list of variables needs.
+ */
+function denoEnv(runtime: typeof Deno, name: string): string | undefined {
+  try {
+    return runtime.env.get(name);
+  } catch (err) {
+    if (
+      err instanceof runtime.errors.NotCapable || err instanceof runtime.errors.PermissionDenied
+    ) {
+      return undefined;
+    }
+    throw err;
+  }
+}
+
+/**
+ * The environment variable `name`, or `undefined` when it is not set (or, on Deno, may not be
+ * read).
+ *
+ * @example
+ * ```ts
+ * import { getEnv } from "./runtime.ts";
+ *
+ * console.log(getEnv("HOME") !== undefined); // true where HOME is set
+ * ```
+ */
+export function getEnv(name: string): string | undefined {
+  return globals.Deno ? denoEnv(globals.Deno, name) : nodeProcess().env[name];
+}
+
+/**
+ * The environment as an object, like `process.env`: on Bun and Node that object itself, on Deno
+ * a read-only view that reads each variable when asked (so a program allowed to read only some
+ * variables can read those; listing them all needs leave to read every one).
+ *
+ * @example
+ * ```ts
+ * import { envObject } from "./runtime.ts";
+ *
+ * console.log(typeof envObject().PATH); // "string" where PATH is set
+ * ```
+ */
+export function envObject(): Record<string, string | undefined> {
+  const runtime = globals.Deno;
+  if (!runtime) return nodeProcess().env;
+  return new Proxy({} as Record<string, string | undefined>, {
+    get: (_, name) => typeof name === "string" ? denoEnv(runtime, name) : undefined,
+    has: (_, name) => typeof name === "string" && denoEnv(runtime, name) !== undefined,
+    ownKeys: () => Object.keys(runtime.env.toObject()),
+    getOwnPropertyDescriptor: (_, name) => {
+      const value = typeof name === "string" ? denoEnv(runtime, name) : undefined;
+      if (value === undefined) return undefined;
+      return {
+        value,
+        enumerable: true,
+        configurable: true,
+        writable: false,
+      };
+    },
+    set: () => false,
+    deleteProperty: () => false,
+  });
+}
+
+/**
+ * This machine's host name (`os.hostname()`).
+ *
+ * @example
+ * ```ts
+ * import { hostname } from "./runtime.ts";
+ *
+ * console.log(hostname().length > 0); // true
+ * ```
+ */
+export function hostname(): string {
+  if (globals.Deno) return globals.Deno.hostname();
+  const os = nodeProcess().getBuiltinModule("node:os") as typeof import("node:os");
+  return os.hostname();
+}
+
+/**
+ * The operating system as Node names it (`linux`, `darwin`, `win32`, …).
+ *
+ * @example
+ * ```ts
+ * import { platform } from "./runtime.ts";
+ *
+ * console.log(platform()); // "linux" on Linux
+ * ```
+ */
+export function platform(): string {
+  if (!globals.Deno) return nodeProcess().platform;
+  const os = globals.Deno.build.os;
+  return os === "windows" ? "win32" : os;
+}
+
+/**
+ * The processor architecture as Node names it (`x64`, `arm64`, …).
+ *
+ * @example
+ * ```ts
+ * import { arch } from "./runtime.ts";
+ *
+ * console.log(["x64", "arm64"].includes(arch())); // true on most machines
+ * ```
+ */
+export function arch(): string {
+  if (!globals.Deno) return nodeProcess().arch;
+  const cpu = globals.Deno.build.arch;
+  return cpu === "x86_64" ? "x64" : cpu === "aarch64" ? "arm64" : cpu;
+}
+
+/**
+ * The current working directory.
+ *
+ * @example
+ * ```ts
+ * import { cwd } from "./runtime.ts";
+ *
+ * console.log(cwd().startsWith("/")); // true on Unix
+ * ```
+ */
+export function cwd(): string {
+  return globals.Deno ? globals.Deno.cwd() : nodeProcess().cwd();
+}
+
+/**
+ * The user's home directory (`os.homedir()`): `HOME` on Deno where it may be read, else Node's
+ * answer (which asks the system: `--allow-sys=homedir`).
+ *
+ * @example
+ * ```ts
+ * import { homedir } from "./runtime.ts";
+ *
+ * console.log(homedir().length > 0); // true where HOME is set
+ * ```
+ */
+export function homedir(): string {
+  if (!globals.Deno) {
+    return (nodeProcess().getBuiltinModule("node:os") as typeof import("node:os")).homedir();
+  }
+  const home = globals.Deno.build.os === "windows" ? undefined : denoEnv(globals.Deno, "HOME");
+  return home || (nodeProcess().getBuiltinModule("node:os") as typeof import("node:os")).homedir();
+}
+
+/**
+ * The directory for temporary files (`os.tmpdir()`): `TMPDIR`, `TMP` or `TEMP`, else `/tmp`, on
+ * Deno.
+ *
+ * @example
+ * ```ts
+ * import { tmpdir } from "./runtime.ts";
+ *
+ * console.log(tmpdir().length > 0); // true
+ * ```
+ */
+export function tmpdir(): string {
+  const runtime = globals.Deno;
+  if (!runtime) {
+    return (nodeProcess().getBuiltinModule("node:os") as typeof import("node:os")).tmpdir();
+  }
+  const dir = denoEnv(runtime, "TMPDIR") ?? denoEnv(runtime, "TMP") ?? denoEnv(runtime, "TEMP");
+  return dir ? dir.replace(/(.)\/+$/, "$1") : "/tmp";
+}
+
+/**
+ * Ends the process with `code` at once.
+ *
+ * @example
+ * ```ts ignore
+ * import { exit } from "./runtime.ts";
+ *
+ * exit(1);
+ * ```
+ */
+export function exit(code: number): never {
+  if (globals.Deno) globals.Deno.exit(code);
+  return nodeProcess().exit(code);
+}
+
+/** A signal a program may handle here. */
+export type ProcessSignal = "SIGTERM" | "SIGINT" | "SIGHUP" | "SIGUSR1" | "SIGUSR2";
+
+/**
+ * Calls `listener` on each `signal`; returns a function that stops it. While a listener is on,
+ * the signal no longer ends the process by itself.
+ *
+ * @example
+ * ```ts
+ * import { onSignal } from "./runtime.ts";
+ *
+ * const off = onSignal("SIGTERM", () => console.log("stopping"));
+ * off();
+ * ```
+ */
+export function onSignal(signal: ProcessSignal, listener: () => void): () => void {
+  const runtime = globals.Deno;
+  if (runtime) {
+    runtime.addSignalListener(signal, listener);
+    return () => runtime.removeSignalListener(signal, listener);
+  }
+  const process = nodeProcess();
+  process.on(signal, listener);
+  return () => void process.off(signal, listener);
+}
+
+/**
+ * This process's resident memory in bytes (`process.memoryUsage().rss`).
+ *
+ * @example
+ * ```ts
+ * import { residentBytes } from "./runtime.ts";
+ *
+ * console.log(residentBytes() > 0); // true
+ * ```
+ */
+export function residentBytes(): number {
+  return globals.Deno ? globals.Deno.memoryUsage().rss : nodeProcess().memoryUsage().rss;
+}
+
+/**
  * Deno's namespace when running on Deno, otherwise `undefined`.
  *
  * @example
@@ -100,7 +344,7 @@ export function bun(): BunGlobal | undefined {
  */
 export function node(): string | undefined {
   if (globals.Deno || globals.Bun) return undefined;
-  return process.versions.node;
+  return nodeProcess().versions.node;
 }
 
 /**
@@ -191,4 +435,56 @@ export function shrinkAfterBurst(): void {
     shrinkPending = false;
     engine.shrink?.();
   }, 0));
+}
+
+const encoder = new TextEncoder();
+
+function writeAllSync(file: { writeSync(bytes: Uint8Array): number }, text: string): void {
+  let bytes = encoder.encode(text);
+  while (bytes.length > 0) bytes = bytes.subarray(file.writeSync(bytes));
+}
+
+/**
+ * Writes `text` to standard output (`process.stdout.write`; on Deno a synchronous write of all
+ * of it, so lines from one process never interleave).
+ *
+ * @example
+ * ```ts
+ * import { writeStdout } from "./runtime.ts";
+ *
+ * writeStdout("hello\n");
+ * ```
+ */
+export function writeStdout(text: string): void {
+  if (globals.Deno) writeAllSync(globals.Deno.stdout, text);
+  else nodeProcess().stdout.write(text);
+}
+
+/**
+ * Writes `text` to standard error, as {@linkcode writeStdout} does to standard output.
+ *
+ * @example
+ * ```ts
+ * import { writeStderr } from "./runtime.ts";
+ *
+ * writeStderr("warning\n");
+ * ```
+ */
+export function writeStderr(text: string): void {
+  if (globals.Deno) writeAllSync(globals.Deno.stderr, text);
+  else nodeProcess().stderr.write(text);
+}
+
+/**
+ * Whether standard error is a terminal.
+ *
+ * @example
+ * ```ts
+ * import { stderrIsTerminal } from "./runtime.ts";
+ *
+ * console.log(typeof stderrIsTerminal()); // "boolean"
+ * ```
+ */
+export function stderrIsTerminal(): boolean {
+  return globals.Deno ? globals.Deno.stderr.isTerminal() : nodeProcess().stderr.isTTY === true;
 }

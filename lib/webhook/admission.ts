@@ -12,7 +12,7 @@
  * @module
  */
 
-import { Buffer } from "node:buffer";
+import { encodeBase64 } from "../util/encoding.ts";
 import { getLogger } from "@logtape/logtape";
 import { ValidationError } from "../api/resource.ts";
 import { ApiError, type Status, type StatusCause } from "../kube/errors.ts";
@@ -461,7 +461,7 @@ export function admissionReviewResponse(uid: string, result: AdmissionResult): A
   if (result.status) response.status = result.status;
   if (result.patch && result.patch.length > 0) {
     response.patchType = "JSONPatch";
-    response.patch = Buffer.from(JSON.stringify(result.patch)).toString("base64");
+    response.patch = encodeBase64(JSON.stringify(result.patch));
   }
   if (result.warnings && result.warnings.length > 0) response.warnings = result.warnings;
   if (result.auditAnnotations) response.auditAnnotations = result.auditAnnotations;

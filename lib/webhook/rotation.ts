@@ -14,8 +14,6 @@
  * @module
  */
 
-import { join } from "node:path";
-import { Buffer } from "node:buffer";
 import { getLogger } from "@logtape/logtape";
 import {
   CustomResourceDefinition,
@@ -28,6 +26,8 @@ import type { Runnable } from "../util/runnable.ts";
 import { isAlreadyExists, isConflict, isNotFound } from "../kube/errors.ts";
 import { abortable, sleep } from "../util/abort.ts";
 import { nodeFs } from "../util/files.ts";
+import { decodeBase64Text, encodeBase64 } from "../util/encoding.ts";
+import { joinPath } from "../util/paths.ts";
 import { certificateNotAfter, generateServingCertificates } from "./certificates.ts";
 
 const DAY_MS = 24 * 3600_000;
@@ -74,13 +74,13 @@ const FIELDS = ["ca.crt", "ca.key", "tls.crt", "tls.key"] as const;
 const log = getLogger(["rudder", "webhook", "certificates"]);
 
 function encode(data: SecretData): Record<string, string> {
-  return Object.fromEntries(FIELDS.map((f) => [f, Buffer.from(data[f]).toString("base64")]));
+  return Object.fromEntries(FIELDS.map((f) => [f, encodeBase64(data[f])]));
 }
 
 function decode(data: Record<string, string> | undefined): SecretData | undefined {
   if (!data || FIELDS.some((f) => !data[f])) return undefined;
   return Object.fromEntries(
-    FIELDS.map((f) => [f, Buffer.from(data[f], "base64").toString("utf8")]),
+    FIELDS.map((f) => [f, decodeBase64Text(data[f])]),
   ) as SecretData;
 }
 
@@ -287,22 +287,22 @@ export class CertificateRotator implements Runnable {
     mkdirSync(dir, { recursive: true });
     let onDisk: string | undefined;
     try {
-      onDisk = readFileSync(join(dir, "tls.crt"), "utf8");
+      onDisk = readFileSync(joinPath(dir, "tls.crt"), "utf8");
     } catch {
       onDisk = undefined;
     }
     if (onDisk !== data["tls.crt"]) {
-      writeFileSync(join(dir, ".tls.key.new"), data["tls.key"], { mode: 0o600 });
-      renameSync(join(dir, ".tls.key.new"), join(dir, "tls.key"));
-      writeFileSync(join(dir, ".tls.crt.new"), data["tls.crt"]);
-      renameSync(join(dir, ".tls.crt.new"), join(dir, "tls.crt"));
+      writeFileSync(joinPath(dir, ".tls.key.new"), data["tls.key"], { mode: 0o600 });
+      renameSync(joinPath(dir, ".tls.key.new"), joinPath(dir, "tls.key"));
+      writeFileSync(joinPath(dir, ".tls.crt.new"), data["tls.crt"]);
+      renameSync(joinPath(dir, ".tls.crt.new"), joinPath(dir, "tls.crt"));
     }
     this.#written = data["tls.crt"];
   }
 
   /** Sets `caBundle` in the webhook configurations and CRD conversions that differ. */
   async #inject(caCert: string): Promise<void> {
-    const bundle = Buffer.from(caCert).toString("base64");
+    const bundle = encodeBase64(caCert);
     const { client } = this.#options;
     // Mutating and validating configurations hold their CA the same way, in each webhook.
     const setBundle = (c: { webhooks?: { clientConfig: { caBundle?: string } }[] }) => {

@@ -13,12 +13,12 @@
  * @module
  */
 
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { getLogger } from "@logtape/logtape";
 import type { Context, Hono } from "hono";
 import type { KubeObject, ResourceType } from "../api/resource.ts";
 import { abortable } from "../util/abort.ts";
+import { joinPath } from "../util/paths.ts";
+import { tmpdir } from "../util/runtime.ts";
 import type { Runnable } from "../util/runnable.ts";
 import {
   CertWatcher,
@@ -290,7 +290,7 @@ export class WebhookServer implements Runnable {
   }
 
   #certDir(): string {
-    return this.#options.certDir ?? join(tmpdir(), "k8s-webhook-server", "serving-certs");
+    return this.#options.certDir ?? joinPath(tmpdir(), "k8s-webhook-server", "serving-certs");
   }
 
   /**

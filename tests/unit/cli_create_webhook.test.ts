@@ -275,7 +275,7 @@ describe("registerWebhook", () => {
 
   it("adds webhookCertificatesFromEnv to an import of the webhook module there is", T, () => {
     const main = plain.replace(
-      'import { describeError } from "@rudder/operator/manager";',
+      'import { describeError, exitProcess, processEnv } from "@rudder/operator/manager";',
       '$&\nimport { AdmissionDeniedError } from "@rudder/operator/webhook";',
     );
     const registered = registerWebhook(main, "Memcached", "webhooks/memcached_webhook.ts");

@@ -11,10 +11,10 @@
  * @module
  */
 
-import process from "node:process";
 import { configureLogging, Manager, type ManagerOptions } from "@rudder/operator";
 import { LeaderElectionLostError } from "@rudder/operator/leaderelection";
-import { describeError } from "@rudder/operator/manager";
+// The environment and exit without `node:process`, which on Deno would start its Node layer.
+import { describeError, exitProcess, processEnv } from "@rudder/operator/manager";
 import { webhookCertificatesFromEnv } from "@rudder/operator/webhook";
 import { setupMemcachedController } from "./controllers/memcached_controller.ts";
 import { setupMemcachedWebhook } from "./webhooks/memcached_webhook.ts";
@@ -42,21 +42,22 @@ export function setup(mgr: Manager, options: { webhooks?: boolean } = {}): void 
 
 /** The operator's manager, configured from the environment, with its controllers. */
 export function createManager(overrides: Partial<ManagerOptions> = {}): Manager {
+  const env = processEnv();
   // +rudder:template:if webhooks
-  const webhooks = process.env.ENABLE_WEBHOOKS === "true";
+  const webhooks = env.ENABLE_WEBHOOKS === "true";
   // +rudder:template:end
   const mgr = new Manager({
     // +rudder:template:if webhooks
     // Without cert-manager, the operator provisions its webhook certificate (WEBHOOK_CERT_*).
-    ...(webhooks ? { webhookCertificates: webhookCertificatesFromEnv(process.env) } : {}),
+    ...(webhooks ? { webhookCertificates: webhookCertificatesFromEnv(env) } : {}),
     // +rudder:template:end
-    metricsBindAddress: process.env.METRICS_BIND_ADDRESS ?? ":8443",
+    metricsBindAddress: env.METRICS_BIND_ADDRESS ?? ":8443",
     // Plain HTTP only when asked for in so many words; anything else serves HTTPS.
-    metricsServing: process.env.METRICS_SERVING === "insecure-http" ? "insecure-http" : "secure",
-    healthProbeBindAddress: process.env.HEALTH_PROBE_BIND_ADDRESS ?? ":8081",
+    metricsServing: env.METRICS_SERVING === "insecure-http" ? "insecure-http" : "secure",
+    healthProbeBindAddress: env.HEALTH_PROBE_BIND_ADDRESS ?? ":8081",
     leaderElection: true,
     leaderElectionID: "memcached-operator-leader",
-    leaderElectionNamespace: process.env.LEADER_ELECTION_NAMESPACE,
+    leaderElectionNamespace: env.LEADER_ELECTION_NAMESPACE,
     // The process exits right after a graceful stop, so the next replica may lead at once.
     leaderElectionReleaseOnCancel: true,
     ...overrides,
@@ -68,12 +69,12 @@ export function createManager(overrides: Partial<ManagerOptions> = {}): Manager 
 
 if (import.meta.main) {
   // The OpenTelemetry SDK is loaded only when there is somewhere to send spans (tracing.ts).
-  const otlp = process.env.OTEL_EXPORTER_OTLP_ENDPOINT ||
-    process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+  const env = processEnv();
+  const otlp = env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
   const stopTracing = otlp ? (await import("./tracing.ts")).startTracing() : undefined;
   try {
     await configureLogging({
-      dev: process.env.LOG_FORMAT === "dev",
+      dev: env.LOG_FORMAT === "dev",
       categories: [["memcached-operator"]],
     });
     await createManager().start(); // until SIGTERM or SIGINT, then a graceful stop
@@ -85,6 +86,6 @@ if (import.meta.main) {
         ? `leadership lost: ${err.message}`
         : describeError(err),
     );
-    process.exit(1);
+    exitProcess(1);
   }
 }

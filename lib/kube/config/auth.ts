@@ -6,7 +6,7 @@
  * @module
  */
 
-import { Buffer } from "node:buffer";
+import { encodeBase64 } from "../../util/encoding.ts";
 import { getLogger } from "@logtape/logtape";
 import { abortable } from "../../util/abort.ts";
 import { describeFsError, fieldError, KubeconfigError, type Origin } from "./errors.ts";
@@ -54,7 +54,7 @@ export function bearerAuth(token: string): AuthProvider {
 
 /** `Authorization: Basic base64(<username>:<password>)`. */
 export function basicAuth(username: string, password: string): AuthProvider {
-  const basic = Buffer.from(`${username}:${password}`, "utf8").toString("base64");
+  const basic = encodeBase64(`${username}:${password}`);
   return new StaticAuthProvider({ headers: { Authorization: `Basic ${basic}` } });
 }
 

@@ -9,7 +9,7 @@
  * @module
  */
 
-import { createPrivateKey, type KeyObject, X509Certificate } from "node:crypto";
+import { checkCertificate, checkKeyPair } from "../../util/x509_check.ts";
 
 /** Which of the two values is at fault, and why. */
 export interface ClientCertificateProblem {
@@ -48,9 +48,8 @@ export function clientCertificateProblem(
         : "holds no PEM CERTIFICATE block",
     };
   }
-  let chain: X509Certificate[];
   try {
-    chain = certificates.map(({ block }) => new X509Certificate(block));
+    for (const { block } of certificates) checkCertificate(block);
   } catch {
     return { field: "cert", reason: "is not a valid certificate (a PEM block does not parse)" };
   }
@@ -65,18 +64,19 @@ export function clientCertificateProblem(
         : "holds no PEM PRIVATE KEY block",
     };
   }
-  let privateKey: KeyObject;
-  try {
-    privateKey = createPrivateKey(keyBlock.block);
-  } catch {
+  // The first certificate is the client's own; the rest is its chain.
+  const problem = checkKeyPair(certificates[0].block, keyBlock.label, keyBlock.block);
+  if (problem === "certificate") {
+    return { field: "cert", reason: "is not a valid certificate (a PEM block does not parse)" };
+  }
+  if (problem === "key") {
     // The runtime's words are left out: nothing of a key may reach a message.
     return {
       field: "key",
       reason: `is not a valid private key (its ${keyBlock.label} block does not parse)`,
     };
   }
-  // The first certificate is the client's own; the rest is its chain.
-  if (!chain[0].checkPrivateKey(privateKey)) {
+  if (problem === "mismatch") {
     return { field: "key", reason: "is not the private key of the client certificate" };
   }
   return undefined;

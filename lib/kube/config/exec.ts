@@ -10,7 +10,7 @@
  */
 
 import type { ChildProcess } from "node:child_process";
-import process from "node:process";
+import { nodeProcess, platform } from "../../util/runtime.ts";
 import { abortable } from "../../util/abort.ts";
 import { concat } from "../../util/bytes.ts";
 import { redactText } from "../redact.ts";
@@ -144,9 +144,9 @@ function stdoutSecrets(stdout: string): string[] {
 
 /** Kills the plugin and everything it started: its process group, else the process itself. */
 function killTree(child: ChildProcess): void {
-  if (child.pid !== undefined && process.platform !== "win32") {
+  if (child.pid !== undefined && platform() !== "win32") {
     try {
-      process.kill(-child.pid, "SIGKILL");
+      nodeProcess().kill(-child.pid, "SIGKILL");
       return;
     } catch {
       // No process group of its own (the runtime ignored `detached`): kill the process.
@@ -283,7 +283,7 @@ export class ExecCredentialProvider implements AuthProvider {
   #environment(): Record<string, string> {
     const options = this.#options;
     const env: Record<string, string> = {};
-    for (const [name, value] of Object.entries(options.baseEnv ?? process.env)) {
+    for (const [name, value] of Object.entries(options.baseEnv ?? nodeProcess().env)) {
       if (value !== undefined) env[name] = value;
     }
     for (const { name, value } of options.env ?? []) env[name] = value;
@@ -304,13 +304,13 @@ export class ExecCredentialProvider implements AuthProvider {
       try {
         // Fetched on first use: most operators never run a credential plugin, and Deno's
         // node:child_process costs resident memory from the start.
-        const { spawn } = process.getBuiltinModule(
+        const { spawn } = nodeProcess().getBuiltinModule(
           "node:child_process",
         ) as typeof import("node:child_process");
         child = spawn(options.command, options.args ?? [], {
           env: this.#environment(),
           // Its own process group, so a timeout kills whatever the plugin started too.
-          detached: process.platform !== "win32",
+          detached: platform() !== "win32",
           stdio: ["pipe", "pipe", "pipe"],
           windowsHide: true,
         });

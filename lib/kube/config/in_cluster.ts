@@ -6,8 +6,8 @@
  * @module
  */
 
-import * as path from "node:path";
-import process from "node:process";
+import { joinPath } from "../../util/paths.ts";
+import { getEnv } from "../../util/runtime.ts";
 import { getLogger } from "@logtape/logtape";
 import { FileTokenSource } from "./auth.ts";
 import { describeFsError, isNotFoundError, KubeconfigError } from "./errors.ts";
@@ -45,16 +45,19 @@ export interface InClusterOptions {
  */
 export async function inClusterConfig(options: InClusterOptions = {}): Promise<KubeConfig> {
   const dir = options.serviceAccountDir ?? DEFAULT_SERVICE_ACCOUNT_DIR;
-  const env = options.env ?? process.env;
-  const host = env.KUBERNETES_SERVICE_HOST;
-  const port = env.KUBERNETES_SERVICE_PORT;
+  const host = options.env
+    ? options.env.KUBERNETES_SERVICE_HOST
+    : getEnv("KUBERNETES_SERVICE_HOST");
+  const port = options.env
+    ? options.env.KUBERNETES_SERVICE_PORT
+    : getEnv("KUBERNETES_SERVICE_PORT");
   if (!host || !port) {
     throw new KubeconfigError(
       "in-cluster config: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set",
       { file: dir },
     );
   }
-  const tokenSource = new FileTokenSource({ path: path.join(dir, "token"), now: options.now });
+  const tokenSource = new FileTokenSource({ path: joinPath(dir, "token"), now: options.now });
   try {
     await tokenSource.token();
   } catch (err) {
@@ -64,7 +67,7 @@ export async function inClusterConfig(options: InClusterOptions = {}): Promise<K
       cause: err,
     });
   }
-  const caFile = path.join(dir, "ca.crt");
+  const caFile = joinPath(dir, "ca.crt");
   let caData: string | undefined;
   try {
     caData = await readTextFile(caFile);
@@ -80,7 +83,7 @@ export async function inClusterConfig(options: InClusterOptions = {}): Promise<K
       path: caFile,
     });
   }
-  const namespaceFile = path.join(dir, "namespace");
+  const namespaceFile = joinPath(dir, "namespace");
   let namespace = "default";
   try {
     namespace = (await readTextFile(namespaceFile)).trim() || "default";

@@ -7,10 +7,15 @@
  * @module
  */
 
-import { Buffer } from "node:buffer";
-import * as os from "node:os";
-import * as path from "node:path";
-import process from "node:process";
+import { decodeBase64Text, encodeBase64 } from "../../util/encoding.ts";
+import {
+  dirnamePath,
+  joinPath,
+  pathDelimiter,
+  pathSeparator,
+  resolvePath,
+} from "../../util/paths.ts";
+import { cwd, getEnv, homedir } from "../../util/runtime.ts";
 import { getLogger } from "@logtape/logtape";
 import { isValidHeaderValue, redactText, redactURL, urlUserInfo } from "../redact.ts";
 import {
@@ -52,7 +57,7 @@ const logger = getLogger(["rudder", "kube", "config"]);
 export interface ConfigEnvironment {
   /** Environment variables (`KUBECONFIG`, `KUBERNETES_SERVICE_*`); default `process.env`. */
   env?: Record<string, string | undefined>;
-  /** Home directory holding `.kube/config`; default `os.homedir()`. */
+  /** Home directory holding `.kube/config`; default `homedir()`. */
   homeDir?: string;
   /** Service account directory; default {@linkcode DEFAULT_SERVICE_ACCOUNT_DIR}. */
   serviceAccountDir?: string;
@@ -204,7 +209,7 @@ function decodeBase64(value: string, at: Origin): string {
   if (compact.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(compact)) {
     throw fieldError(at, "invalid base64");
   }
-  return Buffer.from(compact, "base64").toString("utf8");
+  return decodeBase64Text(compact);
 }
 
 function requirePem(text: string, at: Origin, what: string): string {
@@ -235,7 +240,7 @@ async function readPem(
   }
   if (filePath !== undefined) {
     const at = origin(entry, section, fileKey);
-    const resolved = path.resolve(entry.baseDir, filePath);
+    const resolved = resolvePath(entry.baseDir, filePath);
     return requirePem(await readReferencedFile(resolved, at), at, resolved);
   }
   return undefined;
@@ -306,7 +311,7 @@ async function resolveCluster(entry: ClusterEntry): Promise<ResolvedCluster> {
 function execClusterInfo(cluster: ResolvedCluster): ExecClusterInfo {
   const info: ExecClusterInfo = { server: cluster.server };
   if (cluster.caData !== undefined) {
-    info["certificate-authority-data"] = Buffer.from(cluster.caData, "utf8").toString("base64");
+    info["certificate-authority-data"] = encodeBase64(cluster.caData);
   }
   if (cluster.insecureSkipTLSVerify) info["insecure-skip-tls-verify"] = true;
   if (cluster.tlsServerName !== undefined) info["tls-server-name"] = cluster.tlsServerName;
@@ -403,7 +408,7 @@ async function resolveAuth(
     providers.push(bearerAuth(fields.token));
   } else if (fields.tokenFile !== undefined) {
     const source = new FileTokenSource({
-      path: path.resolve(entry.baseDir, fields.tokenFile),
+      path: resolvePath(entry.baseDir, fields.tokenFile),
       origin: at("tokenFile"),
       now: options.now,
     });
@@ -425,8 +430,8 @@ async function resolveAuth(
     }
     // Like client-go: a command with a slash is a path relative to the kubeconfig, a bare
     // name is looked up on PATH.
-    const command = exec.command.includes("/") || exec.command.includes(path.sep)
-      ? path.resolve(entry.baseDir, exec.command)
+    const command = exec.command.includes("/") || exec.command.includes(pathSeparator())
+      ? resolvePath(entry.baseDir, exec.command)
       : exec.command;
     providers.push(
       new ExecCredentialProvider({
@@ -489,7 +494,7 @@ async function readKubeconfigFile(file: string): Promise<ParsedKubeconfig | unde
     if (isNotFoundError(err)) return undefined;
     throw fileError(file, `cannot read (${describeFsError(err)})`, err);
   }
-  return parseKubeconfig(await parseKubeconfigText(text, file), file, path.dirname(file));
+  return parseKubeconfig(await parseKubeconfigText(text, file), file, dirnamePath(file));
 }
 
 async function loadFiles(
@@ -499,7 +504,7 @@ async function loadFiles(
 ): Promise<KubeConfig> {
   // client-go drops duplicates of a $KUBECONFIG list, keeping the first.
   const listed = (Array.isArray(paths) ? paths : [paths]).filter((entry) => entry !== "");
-  const unique = [...new Set(listed.map((entry) => path.resolve(entry)))];
+  const unique = [...new Set(listed.map((entry) => resolvePath(entry)))];
   if (unique.length === 0) {
     throw new KubeconfigError("no kubeconfig file given", { file: "" });
   }
@@ -564,7 +569,7 @@ export async function kubeconfigFromObject(
   options: { context?: string; source?: string; baseDir?: string; execTimeoutMs?: number } = {},
 ): Promise<KubeConfig> {
   const source = options.source ?? "kubeconfig object";
-  const baseDir = path.resolve(options.baseDir ?? process.cwd());
+  const baseDir = resolvePath(options.baseDir ?? cwd());
   const parsed = parseKubeconfig(obj, source, baseDir);
   return await buildKubeConfig(mergeKubeconfigs([parsed], source), options.context, {
     execTimeoutMs: options.execTimeoutMs,
@@ -589,7 +594,12 @@ export async function loadConfigFrom(
   environment: ConfigEnvironment,
   options: LoadConfigOptions = {},
 ): Promise<KubeConfig> {
-  const env = environment.env ?? process.env;
+  const env = environment.env ?? {
+    // One variable at a time: an operator may be allowed to read only these (`--allow-env=…`).
+    KUBECONFIG: getEnv("KUBECONFIG"),
+    KUBERNETES_SERVICE_HOST: getEnv("KUBERNETES_SERVICE_HOST"),
+    KUBERNETES_SERVICE_PORT: getEnv("KUBERNETES_SERVICE_PORT"),
+  };
   const resolve: ResolveOptions = { ...environment, execTimeoutMs: options.execTimeoutMs };
   if (options.kubeconfig !== undefined && options.kubeconfig !== "") {
     return await loadFiles(options.kubeconfig, options.context, resolve);
@@ -598,7 +608,7 @@ export async function loadConfigFrom(
 
   const list = env.KUBECONFIG;
   if (list !== undefined && list !== "") {
-    return await loadFiles(list.split(path.delimiter), options.context, resolve);
+    return await loadFiles(list.split(pathDelimiter()), options.context, resolve);
   }
   tried.push("$KUBECONFIG: not set");
 
@@ -616,7 +626,7 @@ export async function loadConfigFrom(
     tried.push("in-cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT not set");
   }
 
-  const homeFile = path.join(environment.homeDir ?? os.homedir(), ".kube", "config");
+  const homeFile = joinPath(environment.homeDir ?? homedir(), ".kube", "config");
   const parsed = await readKubeconfigFile(homeFile);
   if (parsed) {
     return await buildKubeConfig(mergeKubeconfigs([parsed], homeFile), options.context, resolve);
