@@ -269,12 +269,13 @@ const RBAC_GROUP = "rbac.authorization.k8s.io";
  * Every file of the manifests, by path relative to the output directory: `crd/…`, `rbac/…`,
  * `manager/…`, `webhook/…` (only with webhooks), `grafana/…` (only with metrics) and
  * `kustomization.yaml`. A sharded operator's dashboard also has the shard ring's panels. The
- * manager's memory is sized for the heaviest of `runtimes` (default: Deno and Bun; ./sizing.ts).
+ * manager's memory request and limit are `memory`, in MiB (default: for a Deno or Bun image;
+ * ./sizing.ts).
  */
 export function generateManifests(
   settings: ManifestSettings,
   discovery: Discovery,
-  options: { certMode?: CertMode; runtimes?: readonly Runtime[] } = {},
+  options: { certMode?: CertMode; memory?: { request: number; limit: number } } = {},
 ): Map<string, string> {
   const selector = {
     "app.kubernetes.io/name": settings.name,
@@ -297,7 +298,7 @@ export function generateManifests(
       })
       : undefined,
     sharding,
-    memory: memoryMiB(options.runtimes),
+    memory: options.memory ?? memoryMiB(),
   };
   if (sharding && ctx.webhooks) finishShardWebhooks(ctx.webhooks.files, sharding);
   const names: ShardingNames = {
@@ -729,9 +730,9 @@ export async function runManifests(args: string[], io: CommandIO): Promise<numbe
   const discovery = await discoverProject(settings, { env: io.env });
   const files = generateManifests(settings, discovery, {
     certMode: certMode as CertMode,
-    runtimes: runtime
-      ? [runtime]
-      : imageRuntimes(buildRuntime(settings.dir) === "node" ? "node" : "deno"),
+    memory: memoryMiB(
+      runtime ? [runtime] : imageRuntimes(buildRuntime(settings.dir) === "node" ? "node" : "deno"),
+    ),
   });
   for (const path of writeManifests(outDir, files)) io.out(relative(io.cwd, path) || path);
   const controllers = discovery.controllers.map((c) => c.name).join(", ") || "none";

@@ -21,18 +21,17 @@ export interface RuntimeMemory {
 }
 
 /**
- * Medians of the suite's runs, 10,000 ConfigMaps (bench/results/2026-12-03-*.md). Idle: the
- * scaffold's operator with metrics, probes and leader election, in `idle2-final` (Deno, Bun) and
- * `idle2-node-binary` (Node's single executable, what `rudder build --runtime node` ships). Per
- * object and relist: `heap-x` (Deno), `heap-z` and the median relist of `heap-x`, `heap-z` and
- * `heap-bun` (Bun: its relist peak is the noisiest figure), `heap-node` (Node). Go's for
- * comparison: `idle2-final` and `2026-12-03-memload-after`.
+ * Medians of the suite's runs, 10,000 ConfigMaps (bench/results/2026-12-0{3,4}-*.md). Idle: the
+ * scaffold's operator with metrics, probes and leader election, 10 s after `/readyz`, in
+ * `d-nodelayer-idle` (Deno), `b-bunobj-final` (Bun) and `n-node-idle` (Node's single executable
+ * as `rudder build --runtime node` ships it, read from disk). Per object and relist: `heap-x`
+ * (Deno), `b-bunobj-final` (Bun and Go), `node-http1` (Node).
  */
 export const MEASURED_MEMORY: Readonly<Record<SizedRuntime | "go", RuntimeMemory>> = {
-  deno: { idleMiB: 74.8, bytesPerObject: 2_398, relistBytesPerObject: 2_055 },
-  bun: { idleMiB: 61.9, bytesPerObject: 3_501, relistBytesPerObject: 2_506 },
-  node: { idleMiB: 106.5, bytesPerObject: 2_734, relistBytesPerObject: 1_237 },
-  go: { idleMiB: 30.7, bytesPerObject: 2_180, relistBytesPerObject: 3_770 },
+  deno: { idleMiB: 71.6, bytesPerObject: 2_398, relistBytesPerObject: 2_055 },
+  bun: { idleMiB: 61.7, bytesPerObject: 3_070, relistBytesPerObject: 2_726 },
+  node: { idleMiB: 75.4, bytesPerObject: 2_704, relistBytesPerObject: 1_447 },
+  go: { idleMiB: 30.6, bytesPerObject: 2_183, relistBytesPerObject: 3_355 },
 };
 
 /** Cached objects the request is sized for: a small operator's. */
