@@ -11,10 +11,10 @@
  * @module
  */
 
-import process from "node:process";
 import { configureLogging, Manager, type ManagerOptions } from "@rudder/operator";
 import { LeaderElectionLostError } from "@rudder/operator/leaderelection";
-import { describeError } from "@rudder/operator/manager";
+// The environment and exit without `node:process`, which on Deno would start its Node layer.
+import { describeError, exitProcess, processEnv } from "@rudder/operator/manager";
 import { webhookCertificatesFromEnv } from "@rudder/operator/webhook";
 import { setupWebsiteController } from "./controllers/website_controller.ts";
 import { setupWebsiteWebhook } from "./webhooks/website_webhook.ts";
@@ -34,17 +34,18 @@ export function setup(mgr: Manager, options: { webhooks?: boolean } = {}): void 
 
 /** The operator's manager, configured from the environment, with its controllers. */
 export function createManager(overrides: Partial<ManagerOptions> = {}): Manager {
-  const webhooks = process.env.ENABLE_WEBHOOKS === "true";
+  const env = processEnv();
+  const webhooks = env.ENABLE_WEBHOOKS === "true";
   const mgr = new Manager({
     // Without cert-manager, the operator provisions its webhook certificate (WEBHOOK_CERT_*).
-    ...(webhooks ? { webhookCertificates: webhookCertificatesFromEnv(process.env) } : {}),
-    metricsBindAddress: process.env.METRICS_BIND_ADDRESS ?? ":8443",
+    ...(webhooks ? { webhookCertificates: webhookCertificatesFromEnv(env) } : {}),
+    metricsBindAddress: env.METRICS_BIND_ADDRESS ?? ":8443",
     // Plain HTTP only when asked for in so many words; anything else serves HTTPS.
-    metricsServing: process.env.METRICS_SERVING === "insecure-http" ? "insecure-http" : "secure",
-    healthProbeBindAddress: process.env.HEALTH_PROBE_BIND_ADDRESS ?? ":8081",
+    metricsServing: env.METRICS_SERVING === "insecure-http" ? "insecure-http" : "secure",
+    healthProbeBindAddress: env.HEALTH_PROBE_BIND_ADDRESS ?? ":8081",
     leaderElection: true,
     leaderElectionID: "website-operator-leader",
-    leaderElectionNamespace: process.env.LEADER_ELECTION_NAMESPACE,
+    leaderElectionNamespace: env.LEADER_ELECTION_NAMESPACE,
     // The process exits right after a graceful stop, so the next replica may lead at once.
     leaderElectionReleaseOnCancel: true,
     ...overrides,
@@ -55,12 +56,12 @@ export function createManager(overrides: Partial<ManagerOptions> = {}): Manager 
 
 if (import.meta.main) {
   // The OpenTelemetry SDK is loaded only when there is somewhere to send spans (tracing.ts).
-  const otlp = process.env.OTEL_EXPORTER_OTLP_ENDPOINT ||
-    process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+  const env = processEnv();
+  const otlp = env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
   const stopTracing = otlp ? (await import("./tracing.ts")).startTracing() : undefined;
   try {
     await configureLogging({
-      dev: process.env.LOG_FORMAT === "dev",
+      dev: env.LOG_FORMAT === "dev",
       categories: [["website-operator"]],
     });
     await createManager().start(); // until SIGTERM or SIGINT, then a graceful stop
@@ -72,6 +73,6 @@ if (import.meta.main) {
         ? `leadership lost: ${err.message}`
         : describeError(err),
     );
-    process.exit(1);
+    exitProcess(1);
   }
 }

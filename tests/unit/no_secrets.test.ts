@@ -435,12 +435,14 @@ describe("no credential in any message", () => {
           source: "a KubeConfig built by hand",
         };
         // Deno's and Bun's transports then go through the global fetch, Node's through
-        // https.request; both fail as told.
+        // https.request (RUDDER_NODE_HTTPS=1); both fail as told.
         const realFetch = globalThis.fetch;
         const realRequest = https.request;
         const denoFetch = process.env.RUDDER_DENO_FETCH;
+        const nodeHttps = process.env.RUDDER_NODE_HTTPS;
         const urls: string[] = [];
         process.env.RUDDER_DENO_FETCH = "1";
+        process.env.RUDDER_NODE_HTTPS = "1";
         globalThis.fetch = ((input: string | URL | Request) => {
           urls.push(String(input instanceof Request ? input.url : input));
           return Promise.reject(indiscreet(words, keyLine, reason === "proxy", code));
@@ -464,6 +466,8 @@ describe("no credential in any message", () => {
           https.request = realRequest;
           if (denoFetch === undefined) delete process.env.RUDDER_DENO_FETCH;
           else process.env.RUDDER_DENO_FETCH = denoFetch;
+          if (nodeHttps === undefined) delete process.env.RUDDER_NODE_HTTPS;
+          else process.env.RUDDER_NODE_HTTPS = nodeHttps;
           rest.close();
         }
         assertClean(`${label} URL`, urls);

@@ -171,7 +171,7 @@ describe("rudder init --webhooks", () => {
     );
     const main = files.get("main.ts")!;
     assert.match(main, /if \(options\.webhooks \?\? true\) setupMemcachedWebhook\(mgr\)/);
-    assert.match(main, /process\.env\.ENABLE_WEBHOOKS === "true"/);
+    assert.match(main, /env\.ENABLE_WEBHOOKS === "true"/);
     assert.equal(
       JSON.parse(files.get("deno.json")!).imports["@rudder/operator/webhook"],
       "/src/rudder/lib/webhook/mod.ts",
