@@ -69,6 +69,7 @@ const GO_PEER = join(BENCH, "peers", "controller-runtime");
 const NODE_PEER = join(BENCH, "peers", "client-node");
 const RUDDER = join(BENCH, "contenders", "rudder.ts");
 const FLOOR = join(BENCH, "peers", "floor.ts");
+const IDLE_FLOOR = join(BENCH, "peers", "idle_floor.mjs");
 const BUN = join(ROOT, "node_modules", "bun", "bin", "bun.exe");
 /** The peer's own Node (the `node` package): client-node 2.x needs Node 22.19 or later. */
 const NODE = join(NODE_PEER, "node_modules", ".bin", "node");
@@ -365,6 +366,28 @@ function contenders(): Contender[] {
       }
     }
   }
+  // The startup measure's floors: an idle operator's wire work in plain JavaScript on each
+  // runtime, with the flags and environment Rudder runs an operator with there.
+  for (const runtime of ["deno", "bun", "node"] as const) {
+    for (const deps of [false, true]) {
+      all.push({
+        name: `floor-idle${deps ? "-deps" : ""}-${runtime}`,
+        label: `floor: idle operator, ${deps ? "+ zod and LogTape" : "no dependencies"} (${
+          runtimeNames[runtime]
+        })`,
+        measures: ["startup"],
+        env: operatorEnv(runtime),
+        command: () => [
+          ...(runtime === "deno"
+            ? denoCommand(IDLE_FLOOR, DENO_V8_FLAGS)
+            : runtime === "bun"
+            ? [BUN, "run", IDLE_FLOOR]
+            : nodeCommand(IDLE_FLOOR, NODE_V8_FLAGS)),
+          ...(deps ? ["--deps"] : []),
+        ],
+      });
+    }
+  }
   // The memory investigation: Rudder with runtime settings other than what it ships.
   const variants: {
     name: string;
@@ -381,6 +404,18 @@ function contenders(): Contender[] {
       env: DENO_ENV,
       measures: ["sync", "reconcile-10", "startup"],
     },
+    // Measured on 2026-12-04 and not shipped (bench/README.md, "Issue 29 on a quiet machine"):
+    // the contender bundled with `deno bundle --platform deno --code-splitting`, whose entry
+    // RUDDER_BENCH_DENO_BUNDLE names.
+    ...(process.env.RUDDER_BENCH_DENO_BUNDLE
+      ? [{
+        name: "rudder-deno:bundle",
+        label: "Rudder (Deno), the contender bundled by deno bundle",
+        command: () => denoCommand(process.env.RUDDER_BENCH_DENO_BUNDLE!, DENO_V8_FLAGS),
+        env: DENO_ENV,
+        measures: ["sync", "reconcile-1", "reconcile-10", "startup"] as Measure[],
+      }]
+      : []),
     {
       // Measured on 2026-12-03 and not shipped: 4-5 MiB less idle, but fewer objects/s and a
       // little more CPU at 10 workers in both runs (bench/README.md, "Idle memory").
@@ -516,6 +551,15 @@ function contenders(): Contender[] {
       command: () => [BUN, "--smol", "run", RUDDER],
       env: BUN_ENV,
       measures: ["sync", "reconcile-10", "startup"],
+    },
+    {
+      // LogTape's `#util` maps Bun to its `node:util` build; the `browser` condition, matched
+      // first, picks the build without it (and every other package's browser build).
+      name: "rudder-bun:browser",
+      label: "Rudder (Bun), --conditions=browser",
+      command: () => [BUN, "--conditions=browser", "run", RUDDER],
+      env: BUN_ENV,
+      measures: ["sync", "reconcile-1", "reconcile-10", "startup"],
     },
     {
       name: "rudder-bun:ram256",

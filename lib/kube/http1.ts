@@ -11,10 +11,10 @@
  * chunked transfer coding (watches, large lists) or by the connection's end; gzip answers
  * decoded when a caller asks for them. Unasked, it asks for no compression: on loopback and
  * in-cluster networks gunzip costs more than the bytes it saves (10,000 ConfigMaps of 1 KiB
- * cached in 351–480 ms plain against 520–886 ms gzipped). What it leaves to `fetch`: proxies,
- * stream bodies, HTTP/2 and redirects (the API server sends none). `RUDDER_DENO_FETCH=1` sends
- * everything through `fetch` on Deno (transport_deno.ts), `RUDDER_NODE_HTTPS=1` through
- * `node:https` on Node (transport_node.ts).
+ * cached in 351–480 ms plain against 520–886 ms gzipped). What it leaves to the runtime's own
+ * client (`fetch` on Deno, `node:https` on Node): proxies, stream bodies, HTTP/2 and redirects
+ * (the API server sends none). `RUDDER_DENO_FETCH=1` sends everything through `fetch` on Deno
+ * (transport_deno.ts), `RUDDER_NODE_HTTPS=1` through `node:https` on Node (transport_node.ts).
  *
  * @module
  */
