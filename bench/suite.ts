@@ -524,6 +524,13 @@ function contenders(): Contender[] {
           measures: ["reconcile-1", "reconcile-10", "startup"] as Measure[],
         },
         {
+          name: `rudder-${runtime}:pages1000`,
+          label: `Rudder (${Runtime}), a first list in pages of 1,000 instead of 5,000`,
+          command: () => [...rudder(), "--page-size", "1000"],
+          env,
+          measures: ["sync", "relist"] as Measure[],
+        },
+        {
           name: `rudder-${runtime}:list`,
           label: `Rudder (${Runtime}), one list of everything instead of pages of 5,000`,
           command: () => [...rudder(), "--page-size", "100000"],
