@@ -369,12 +369,16 @@ function contenders(): Contender[] {
   // The startup measure's floors: an idle operator's wire work in plain JavaScript on each
   // runtime, with the flags and environment Rudder runs an operator with there.
   for (const runtime of ["deno", "bun", "node"] as const) {
-    for (const deps of [false, true]) {
+    for (
+      const [deps, what] of [
+        ["", "no dependencies"],
+        ["zod", "+ zod"],
+        ["deps", "+ zod and LogTape"],
+      ] as const
+    ) {
       all.push({
-        name: `floor-idle${deps ? "-deps" : ""}-${runtime}`,
-        label: `floor: idle operator, ${deps ? "+ zod and LogTape" : "no dependencies"} (${
-          runtimeNames[runtime]
-        })`,
+        name: `floor-idle${deps ? `-${deps}` : ""}-${runtime}`,
+        label: `floor: idle operator, ${what} (${runtimeNames[runtime]})`,
         measures: ["startup"],
         env: operatorEnv(runtime),
         command: () => [
@@ -383,7 +387,7 @@ function contenders(): Contender[] {
             : runtime === "bun"
             ? [BUN, "run", IDLE_FLOOR]
             : nodeCommand(IDLE_FLOOR, NODE_V8_FLAGS)),
-          ...(deps ? ["--deps"] : []),
+          ...(deps ? [`--${deps}`] : []),
         ],
       });
     }

@@ -13,7 +13,8 @@
  *   `--port` over HTTP, ready once the list is in. The HTTPS server's certificate and key are the
  *   kubeconfig's client pair (Rudder makes a self-signed one; nobody connects in this measure);
  * - `--deps`: also what ../shared/DESIGN.md's dependencies cost before an operator's own code:
- *   zod with a resource's schemas built and used once, and LogTape configured with a sink.
+ *   zod with a resource's schemas built and every object parsed, and LogTape configured with a
+ *   sink and called for every event; `--zod` loads and uses zod alone, to tell the two apart.
  *
  * The HTTP client is the runtime's usual one: `fetch` with a `Deno.createHttpClient` on Deno,
  * `fetch` with `tls` options on Bun, `node:https` with a keep-alive agent on Node.
@@ -39,9 +40,12 @@ function flag(name) {
 const kubeconfigPath = flag("kubeconfig");
 const namespace = flag("namespace");
 const port = Number(flag("port"));
-const withDeps = argv.includes("--deps");
+const withLogTape = argv.includes("--deps");
+const withZod = withLogTape || argv.includes("--zod");
 if (!kubeconfigPath || !namespace || !Number.isInteger(port)) {
-  throw new Error("usage: idle_floor.mjs --kubeconfig <json> --namespace <ns> --port <n> [--deps]");
+  throw new Error(
+    "usage: idle_floor.mjs --kubeconfig <json> --namespace <ns> --port <n> [--deps | --zod]",
+  );
 }
 
 async function readText(path) {
@@ -109,16 +113,27 @@ if (node) {
   };
 }
 
-// --deps: the dependencies, as an operator's start-up uses them.
+// --deps, --zod: the dependencies, as an operator's start-up uses them.
 let parseObject = (object) => object;
-if (withDeps) {
-  const { z } = await import("zod");
+/** Called for every event; LogTape's logger with --deps. */
+let logEvent = (_object) => {};
+if (withLogTape) {
   const logtape = await import("@logtape/logtape");
   const lines = [];
   await logtape.configure({
     sinks: { memory: (record) => lines.length < 100 && lines.push(record) },
-    loggers: [{ category: ["floor"], lowestLevel: "info", sinks: ["memory"] }],
+    // LogTape's own diagnostics at warning, as Rudder's configureLogging sets them: at info
+    // it prints a notice to the console at start.
+    loggers: [
+      { category: ["floor"], lowestLevel: "info", sinks: ["memory"] },
+      { category: ["logtape", "meta"], lowestLevel: "warning", sinks: ["memory"] },
+    ],
   });
+  const logger = logtape.getLogger(["floor"]);
+  logEvent = (object) => logger.debug("event {name}", { name: object?.metadata?.name });
+}
+if (withZod) {
+  const { z } = await import("zod");
   const objectMeta = z.object({
     name: z.string().optional(),
     generateName: z.string().optional(),
@@ -172,9 +187,8 @@ if (withDeps) {
     metadata: { name: "floor" },
     spec: { image: "floor" },
   });
-  const logger = logtape.getLogger(["floor"]);
   parseObject = (object) => {
-    logger.debug("event {name}", { name: object?.metadata?.name });
+    logEvent(object);
     return configMap.parse(object);
   };
 }
@@ -182,15 +196,20 @@ if (withDeps) {
 // The informer: list, then watch from its resourceVersion for as long as the process runs.
 const base = `/api/v1/namespaces/${encodeURIComponent(namespace)}/configmaps`;
 const store = new Map();
-const list = await request("GET", `${base}?limit=500`);
-if (list.status !== 200) throw new Error(`list: HTTP ${list.status}: ${list.text}`);
-const listed = JSON.parse(list.text);
-for (const item of listed.items) store.set(item.metadata.name, parseObject(item));
-let resourceVersion = listed.metadata.resourceVersion;
+let resourceVersion;
+for (let token = "";;) {
+  const list = await request("GET", `${base}?limit=500&continue=${encodeURIComponent(token)}`);
+  if (list.status !== 200) throw new Error(`list: HTTP ${list.status}: ${list.text}`);
+  const page = JSON.parse(list.text);
+  for (const item of page.items) store.set(item.metadata.name, parseObject(item));
+  resourceVersion = page.metadata.resourceVersion;
+  token = page.metadata.continue ?? "";
+  if (!token) break;
+}
 (async () => {
   for (;;) {
     let pending = "";
-    await request(
+    const watched = request(
       "GET",
       `${base}?watch=1&allowWatchBookmarks=true&timeoutSeconds=300&resourceVersion=${resourceVersion}`,
       undefined,
@@ -207,6 +226,8 @@ let resourceVersion = listed.metadata.resourceVersion;
         }
       },
     );
+    // A failed watch is retried a second later, as an informer would (after a backoff).
+    await watched.catch(() => new Promise((resolve) => setTimeout(resolve, 1000)));
   }
 })();
 
